@@ -1,0 +1,3 @@
+from ghbuild.cli import main
+
+raise SystemExit(main())

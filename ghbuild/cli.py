@@ -1,0 +1,131 @@
+"""The `ghbuild` command line. Parses flags, calls the modules, turns errors into exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ghbuild import __version__, gha
+from ghbuild.errors import GhbuildError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, like every other usage error
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _context_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("GitHub context (overrides what GitHub set; for local use)")
+    g.add_argument("--event", help="event name: push, pull_request, pull_request_target, schedule, "
+                                   "workflow_dispatch, merge_group")
+    g.add_argument("--event-path", metavar="PATH", help="event payload JSON (default: GITHUB_EVENT_PATH)")
+    g.add_argument("--repository", metavar="OWNER/NAME", help="repository the workflow runs in")
+    g.add_argument("--ref", help="branch name or full ref (refs/heads/x)")
+    g.add_argument("--sha", help="commit being built (default: GITHUB_SHA, else git HEAD)")
+    g.add_argument("--pr", type=int, metavar="N", help="pull request number")
+    g.add_argument("--base", metavar="BRANCH", help="pull request / merge queue base branch")
+    g.add_argument("--head-ref", metavar="BRANCH", help="pull request source branch")
+    g.add_argument("--head-repo", metavar="OWNER/NAME", help="pull request source repository (a fork if it "
+                                                             "differs from --repository)")
+    g.add_argument("--default-branch", metavar="BRANCH", help="the repository's default branch")
+
+
+def _selection_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable)")
+    p.add_argument("--arch", action="append", choices=("amd64", "arm64"), help="only this arch (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ghbuild", description="Container-image CI for large native projects on GitHub Actions.")
+    parser.add_argument("--version", action="version", version=f"ghbuild {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("plan", help="show what this event builds, where, with which caches and tags")
+    p.add_argument("--config", metavar="PATH", help="config file (default: ghbuild.toml, or [tool.ghbuild] "
+                                                    "in pyproject.toml; env GHBUILD_CONFIG)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    _selection_flags(p)
+    _context_flags(p)
+
+    p = sub.add_parser("matrix", help="print the build matrix for strategy.matrix (and set the 'matrix' output)")
+    p.add_argument("--config", metavar="PATH", help="config file")
+    _selection_flags(p)
+    _context_flags(p)
+
+    sub.add_parser("schema", help="print the JSON schema of the config file")
+    return parser
+
+
+def _overrides(args: argparse.Namespace):
+    from ghbuild.context import Overrides
+
+    return Overrides(event=args.event, event_path=args.event_path, repository=args.repository, ref=args.ref,
+                     sha=args.sha, pr=args.pr, base=args.base, head_ref=args.head_ref, head_repo=args.head_repo,
+                     default_branch=args.default_branch)
+
+
+def _make_plan(args: argparse.Namespace):
+    from ghbuild import config, context, planner
+
+    options = config.load(args.config, os.environ, Path.cwd())
+    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    return planner.plan(ctx, options, images=args.image, arches=args.arch)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ghbuild import render
+
+    plan = _make_plan(args)
+    for warning in plan.warnings:
+        gha.annotate("warning", warning)
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=2))
+    else:
+        print(render.plan_table(plan))
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    plan = _make_plan(args)
+    for warning in plan.warnings:
+        gha.annotate("warning", warning)
+    matrix = plan.matrix()
+    gha.set_output("matrix", matrix)
+    gha.set_output("trusted", "true" if plan.trust.trusted else "false")
+    gha.set_output("jobs", str(len(plan.jobs)))
+    print(json.dumps(matrix, separators=(",", ":")))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from ghbuild import config
+
+    print(json.dumps(config.schema(), indent=2))
+    return 0
+
+
+COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "schema": cmd_schema}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help(sys.stderr)
+            return 2
+        return COMMANDS[args.command](args)
+    except GhbuildError as exc:
+        if gha.in_actions():
+            gha.annotate("error", exc.message, title=f"ghbuild {exc.kind}")
+        print(f"ghbuild: {exc.kind}: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("ghbuild: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1

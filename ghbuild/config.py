@@ -1,0 +1,403 @@
+"""Load the configuration: find the file, apply GHBUILD_* overrides, validate, build `Options`.
+
+Precedence: defaults < ghbuild.toml (or [tool.ghbuild] in pyproject.toml) < GHBUILD_* variables.
+Every validation error names where the value came from (file and key, or the variable).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ghbuild import naming, sccache
+from ghbuild.errors import ConfigError, InvalidReferenceError
+from ghbuild.options import (
+    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, ImageOptions, Options, PublishOptions,
+    RegistryOptions, SccacheOptions, TrustOptions,
+)
+
+ENV_PREFIX = "GHBUILD_"
+CONFIG_ENV = "GHBUILD_CONFIG"
+CONFIG_FILE = "ghbuild.toml"
+# Variables under these prefixes are settings: an unknown one is a typo, not something to ignore.
+_SETTING_SECTIONS = ("TRUST", "REGISTRIES", "SCCACHE", "PUBLISH", "RUNNERS", "IMAGES")
+_PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
+_PLACEHOLDERS = ("image", "owner")
+# Build args are visible in `docker history`; names like these almost always mean a secret.
+_SECRET_NAME_RE = re.compile(r"(?i)(secret|token|passw|credential|private_key|access_key|api_key)")
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The JSON schema of the config file (also printed by `ghbuild schema`)."""
+    text = resources.files("ghbuild").joinpath("resources/ghbuild.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+# --------------------------------------------------------------------------- finding the file
+
+def find_config(explicit: str | None, env: Mapping[str, str], cwd: Path) -> tuple[Path, dict[str, Any]]:
+    """The config file and its ghbuild table. --config beats GHBUILD_CONFIG beats the defaults."""
+    if explicit or env.get(CONFIG_ENV):
+        source = "--config" if explicit else CONFIG_ENV
+        path = Path(explicit or env[CONFIG_ENV])
+        path = path if path.is_absolute() else cwd / path
+        if not path.is_file():
+            raise ConfigError(f"{source}: {path} does not exist or is not a file")
+        return path, _read_table(path)
+    toml_path = cwd / CONFIG_FILE
+    if toml_path.is_file():
+        return toml_path, _read_table(toml_path)
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        data = _read_toml(pyproject)
+        table = data.get("tool", {}).get("ghbuild") if isinstance(data.get("tool"), dict) else None
+        if table is not None:
+            if not isinstance(table, dict):
+                raise ConfigError(f"{pyproject}: tool.ghbuild: must be a table")
+            return pyproject, table
+    raise ConfigError(
+        f"no configuration: {CONFIG_FILE} not found in {cwd} and no [tool.ghbuild] in pyproject.toml "
+        "(use --config PATH or GHBUILD_CONFIG)")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("ghbuild")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: no [tool.ghbuild] table")
+        return table
+    return data
+
+
+# --------------------------------------------------------------------------- GHBUILD_* overrides
+
+def _env_segment(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def _leaf_paths(node: dict[str, Any], root: dict[str, Any], prefix: tuple[str, ...]):
+    """(path, schema) for every overridable leaf below a schema node, following local $refs."""
+    node = _deref(node, root)
+    props = node.get("properties")
+    if node.get("type") == "object" and props:
+        for key, sub in props.items():
+            yield from _leaf_paths(sub, root, prefix + (key,))
+    else:
+        yield prefix, node
+
+
+def _deref(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    while True:
+        if "$ref" in node:
+            node = _resolve(node["$ref"], root)
+        elif "allOf" in node and len(node["allOf"]) == 1:
+            merged = dict(_deref(node["allOf"][0], root))
+            merged.update({k: v for k, v in node.items() if k != "allOf"})
+            node = merged
+        else:
+            return node
+
+
+def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any]:
+    node: Any = root
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node
+
+
+def env_mapping(image_names: list[str]) -> dict[str, tuple[tuple[str, ...], dict[str, Any]]]:
+    """GHBUILD_* variable name -> (key path, leaf schema), for the images configured.
+
+    The rule: GHBUILD_ + the key path joined by `_`, upper-cased, `-` as `_`; e.g.
+    sccache.key-prefix -> GHBUILD_SCCACHE_KEY_PREFIX, images.cpu.runners.arm64 ->
+    GHBUILD_IMAGES_CPU_RUNNERS_ARM64.
+    """
+    root = schema()
+    mapping: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
+    for key, sub in root["properties"].items():
+        if key == "images":
+            image_schema = sub["additionalProperties"]
+            for name in image_names:
+                for path, leaf in _leaf_paths(image_schema, root, ("images", name)):
+                    _add(mapping, path, leaf)
+        else:
+            for path, leaf in _leaf_paths(sub, root, (key,)):
+                _add(mapping, path, leaf)
+    return mapping
+
+
+def _add(mapping: dict, path: tuple[str, ...], leaf: dict[str, Any]) -> None:
+    var = ENV_PREFIX + "_".join(_env_segment(p) for p in path)
+    if var in mapping and mapping[var][0] != path:
+        other = ".".join(mapping[var][0])
+        raise ConfigError(f"{var} would set both {other} and {'.'.join(path)}: rename one of the images")
+    mapping[var] = (path, leaf)
+
+
+def _parse_env_value(var: str, text: str, leaf: dict[str, Any]) -> Any:
+    kind = leaf.get("type")
+    if kind == "boolean":
+        try:
+            return sccache.parse_bool(text)
+        except ValueError as exc:
+            raise ConfigError(f"{var}: {text!r}: {exc}") from None
+    if kind == "integer":
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise ConfigError(f"{var}: {text!r} is not an integer") from None
+    if kind == "array":
+        if text.lstrip().startswith("["):
+            return _json(var, text)
+        return [item.strip() for item in re.split(r"[,\n]", text) if item.strip()]
+    if kind == "object":
+        if text.lstrip().startswith("{"):
+            return _json(var, text)
+        result = {}
+        for item in re.split(r"[,\n]", text):
+            if not item.strip():
+                continue
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigError(f"{var}: expected KEY=VALUE items separated by commas, got {item.strip()!r}")
+            result[key.strip()] = value.strip()
+        return result
+    return text
+
+
+def _json(var: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{var}: invalid JSON: {exc.msg}") from None
+
+
+def apply_env(data: dict[str, Any], env: Mapping[str, str], sources: dict[str, str]) -> dict[str, Any]:
+    """A copy of `data` with GHBUILD_* overrides applied; records each override in `sources`."""
+    data = copy.deepcopy(data)
+    images = data.get("images")
+    names = list(images) if isinstance(images, dict) else []
+    mapping = env_mapping(names)
+    for var in sorted(env):
+        if not var.startswith(ENV_PREFIX):
+            continue
+        if var not in mapping:
+            section = var[len(ENV_PREFIX):].split("_", 1)[0]
+            if section in _SETTING_SECTIONS:
+                hint = difflib.get_close_matches(var, list(mapping), n=1)
+                extra = f" (did you mean {hint[0]}?)" if hint else ""
+                raise ConfigError(f"{var}: unknown setting{extra}")
+            continue
+        path, leaf = mapping[var]
+        value = _parse_env_value(var, env[var], leaf)
+        node = data
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        if leaf.get("type") == "object" and isinstance(node.get(path[-1]), dict) and isinstance(value, dict):
+            node[path[-1]] = {**node[path[-1]], **value}  # build args: override per key
+        else:
+            node[path[-1]] = value
+        sources[".".join(path)] = var
+    return data
+
+
+# --------------------------------------------------------------------------- validation
+
+def _dotted(path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+class _Where:
+    """Names the origin of a key: the variable that set it, else the file."""
+
+    def __init__(self, config_path: Path, sources: Mapping[str, str]):
+        self.config_path = config_path
+        self.sources = sources
+
+    def __call__(self, key: str) -> str:
+        probe = key
+        while probe:
+            if probe in self.sources:
+                return f"{self.sources[probe]} (overrides {key})"
+            probe = probe.rpartition(".")[0] if "." in probe else ""
+        return f"{self.config_path}: {key}"
+
+
+def _schema_errors(data: dict[str, Any], where: _Where) -> None:
+    from jsonschema import Draft202012Validator  # lazy: only when there is config to check
+
+    validator = Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if not errors:
+        return
+    error = errors[0]
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        unknown = sorted(k for k in error.instance if k not in allowed)
+        key = _dotted(path + [unknown[0]]) if unknown else _dotted(path)
+        hint = difflib.get_close_matches(unknown[0], sorted(allowed), n=1) if unknown else []
+        extra = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise ConfigError(f"{where(key)}: unknown key{extra}")
+    if error.validator == "required":
+        raise ConfigError(f"{where(_dotted(path))}: {error.message}")
+    if error.validator == "propertyNames":
+        name = error.instance if isinstance(error.instance, str) else ""
+        bad = [k for k in (error.instance if isinstance(error.instance, dict) else []) if k]
+        raise ConfigError(f"{where(_dotted(path))}: invalid name {name or bad!r}: {error.message}")
+    raise ConfigError(f"{where(_dotted(path))}: {error.message}")
+
+
+def load(explicit: str | None = None, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Options:
+    """Find, read, override and validate the configuration."""
+    import os
+
+    env = os.environ if env is None else env
+    cwd = cwd or Path.cwd()
+    path, raw = find_config(explicit, env, cwd)
+    return from_data(raw, path, env)
+
+
+def from_data(raw: dict[str, Any], path: Path, env: Mapping[str, str]) -> Options:
+    sources: dict[str, str] = {}
+    data = apply_env(raw, env, sources)
+    where = _Where(path, sources)
+    _schema_errors(data, where)
+    return _build(data, path, sources, where)
+
+
+def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Where) -> Options:
+    top_runners = data.get("runners", {})
+    runners_default = {a: tuple(top_runners.get(a, DEFAULT_RUNNERS[a])) for a in ARCHES}
+
+    reg = data.get("registries", {})
+    registries = RegistryOptions(
+        cache=reg.get("cache") or None,
+        staging=reg.get("staging") or None,
+        publish=reg.get("publish") or None,
+        gha_cache=reg.get("gha-cache", True),
+        cache_mode=reg.get("cache-mode", "max"),
+    )
+
+    images: dict[str, ImageOptions] = {}
+    for name, img in data["images"].items():
+        build_args = dict(img.get("build-args", {}))
+        for arg in build_args:
+            if _SECRET_NAME_RE.search(arg):
+                raise ConfigError(
+                    f"{where(f'images.{name}.build-args.{arg}')}: looks like a secret; build args stay in "
+                    "the image history, pass secrets as BuildKit secrets instead")
+        img_runners = img.get("runners", {})
+        images[name] = ImageOptions(
+            name=name,
+            dockerfile=img["dockerfile"],
+            context=img.get("context", "."),
+            target=img.get("target") or None,
+            build_args=build_args,
+            platforms=tuple(img.get("platforms", ["linux/amd64"])),
+            runners={a: tuple(img_runners.get(a, runners_default[a])) for a in ARCHES},
+            staging=img.get("staging") or None,
+            publish=img.get("publish") or None,
+        )
+
+    sc = data.get("sccache", {})
+    endpoint = sc.get("endpoint", "")
+    try:
+        sccache.check_endpoint(endpoint)
+    except ValueError as exc:
+        raise ConfigError(f"{where('sccache.endpoint')}: {exc}") from None
+    sccache_options = SccacheOptions(
+        enabled=sc.get("enabled", True),
+        bucket=sc.get("bucket") or None,
+        region=sc.get("region") or None,
+        endpoint=endpoint or None,
+        key_prefix=sc.get("key-prefix", "sccache"),
+    )
+
+    tr = data.get("trust", {})
+    canonical = tr.get("canonical-repository") or None
+    if canonical:
+        try:
+            canonical = naming.normalize_slug(canonical)
+        except InvalidReferenceError as exc:
+            raise ConfigError(f"{where('trust.canonical-repository')}: {exc}") from None
+    trust = TrustOptions(canonical_repository=canonical, stable_branch=tr.get("stable-branch") or None)
+
+    pub = data.get("publish", {})
+    publish = PublishOptions(
+        nightly_tag=pub.get("nightly-tag", "nightly"),
+        arch_suffixes={**DEFAULT_ARCH_SUFFIXES, **pub.get("arch-suffixes", {})},
+        retention=pub.get("retention", 14),
+    )
+    if publish.arch_suffixes["amd64"] == publish.arch_suffixes["arm64"]:
+        raise ConfigError(f"{where('publish.arch-suffixes')}: amd64 and arm64 need different suffixes")
+
+    options = Options(config_path=path, images=images, registries=registries, sccache=sccache_options,
+                      trust=trust, publish=publish, sources=sources)
+    _check_repositories(options, where)
+    return options
+
+
+def _check_repositories(options: Options, where: _Where) -> None:
+    """Every repository template must expand to a valid name, and images must not share one."""
+    for role in ("cache", "staging", "publish"):
+        template = getattr(options.registries, role)
+        if template:
+            _check_template(template, f"registries.{role}", where)
+    for role in ("staging", "publish"):
+        seen: dict[str, str] = {}
+        for image in options.images.values():
+            own = getattr(image, role)
+            key = f"images.{image.name}.{role}" if own else f"registries.{role}"
+            template = own or getattr(options.registries, role)
+            if not template:
+                continue
+            if own:
+                _check_template(own, key, where)
+            resolved = expand_repository(template, image.name, "owner")
+            if resolved in seen:
+                raise ConfigError(
+                    f"{where(key)}: images {seen[resolved]} and {image.name} would share the {role} repository "
+                    f"{resolved}; add {{image}} to the name or give each image its own")
+            seen[resolved] = image.name
+
+
+def _check_template(template: str, key: str, where: _Where) -> None:
+    for placeholder in _PLACEHOLDER_RE.findall(template):
+        if placeholder not in _PLACEHOLDERS:
+            raise ConfigError(f"{where(key)}: unknown placeholder {{{placeholder}}} (known: {{image}}, {{owner}})")
+    try:
+        naming.validate_repository(expand_repository(template, "image", "owner"))
+    except InvalidReferenceError as exc:
+        raise ConfigError(f"{where(key)}: {exc}") from None
+
+
+def expand_repository(template: str, image: str, owner: str) -> str:
+    """Fill {image} and {owner} (lower-cased: registries take lower-case paths only)."""
+    return template.replace("{image}", image).replace("{owner}", owner.lower())

@@ -1,0 +1,258 @@
+"""The GitHub context: what GitHub set for this run, read once into a typed object.
+
+Sources, strongest first: command-line flags (for local use), the event payload at
+GITHUB_EVENT_PATH, then the GITHUB_* variables. Fork detection comes from the payload
+(head and base repository ids), never from names or guesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ghbuild import naming
+from ghbuild.errors import ContextError, InvalidReferenceError
+
+EVENTS = ("push", "pull_request", "pull_request_target", "schedule", "workflow_dispatch", "merge_group")
+PR_EVENTS = ("pull_request", "pull_request_target")
+_ZERO_SHA = "0" * 40
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    event: str
+    repository: str                  # owner/name the workflow runs in, as GitHub spells it
+    ref: str                         # full ref, refs/heads/x, refs/pull/N/merge, refs/tags/v1
+    sha: str                         # the commit being built
+    default_branch: str | None = None
+    pull_request: int | None = None
+    base_ref: str | None = None      # PR / merge queue: target branch name
+    head_ref: str | None = None      # PR: source branch name
+    head_repository: str | None = None
+    head_sha: str | None = None
+    # True when the PR's head lives in another repository (from payload ids). None: unknown.
+    is_fork: bool | None = None
+    run_id: str | None = None
+    run_attempt: str | None = None
+    server_url: str = "https://github.com"
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    # Why a field has the value it has, when it was inferred rather than read ("default_branch": "...").
+    notes: tuple[str, ...] = ()
+
+    @property
+    def branch(self) -> str | None:
+        """The branch the run is on (not for pull requests, whose ref is refs/pull/...)."""
+        if self.ref.startswith("refs/heads/"):
+            return self.ref[len("refs/heads/"):]
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["inputs"] = dict(self.inputs)
+        data["notes"] = list(self.notes)
+        return data
+
+
+@dataclass
+class Overrides:
+    """Command-line flags for local use; each one beats what GitHub set."""
+
+    event: str | None = None
+    event_path: str | None = None
+    repository: str | None = None
+    ref: str | None = None
+    sha: str | None = None
+    pr: int | None = None
+    base: str | None = None
+    head_ref: str | None = None
+    head_repo: str | None = None
+    default_branch: str | None = None
+
+
+def _get(payload: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = payload
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _require(payload: Mapping[str, Any], dotted: str, event: str, where: str) -> Any:
+    value = _get(payload, dotted)
+    if value in (None, ""):
+        raise ContextError(f"{where}: {event} payload has no {dotted}")
+    return value
+
+
+def _full_ref(ref: str) -> str:
+    return ref if ref.startswith("refs/") else f"refs/heads/{ref}"
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def load_payload(path: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise ContextError(f"{where}: {path} does not exist") from None
+    except OSError as exc:
+        raise ContextError(f"{where}: {path}: cannot read: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ContextError(f"{where}: {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ContextError(f"{where}: {path}: the event payload must be a JSON object")
+    return data
+
+
+def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides | None = None,
+                     cwd: Path | None = None) -> GitHubContext:
+    """Build the context from GITHUB_* variables, the event payload and flags."""
+    env = os.environ if env is None else env
+    o = overrides or Overrides()
+    cwd = cwd or Path.cwd()
+    notes: list[str] = []
+
+    event = o.event or env.get("GITHUB_EVENT_NAME") or ""
+    if not event:
+        raise ContextError("no event: GITHUB_EVENT_NAME is not set (outside Actions, pass --event)")
+    if event not in EVENTS:
+        raise ContextError(f"event {event!r} is not supported (supported: {', '.join(EVENTS)})")
+
+    payload: dict[str, Any] = {}
+    where = "--event-path" if o.event_path else "GITHUB_EVENT_PATH"
+    payload_path = o.event_path or env.get("GITHUB_EVENT_PATH")
+    # A payload written for another event would be misread: only use GitHub's when the event is GitHub's.
+    if payload_path and (o.event_path or not o.event or o.event == env.get("GITHUB_EVENT_NAME")):
+        payload = load_payload(payload_path, where)
+
+    repository = o.repository or env.get("GITHUB_REPOSITORY") or _get(payload, "repository.full_name")
+    if not repository:
+        origin = _git(["remote", "get-url", "origin"], cwd)
+        try:
+            repository = naming.normalize_slug(origin) if origin else None
+        except InvalidReferenceError:
+            repository = None
+        if repository:
+            notes.append("repository: from the git remote 'origin'")
+    if not repository:
+        raise ContextError("no repository: GITHUB_REPOSITORY is not set (outside Actions, pass --repository OWNER/NAME)")
+    try:
+        naming.normalize_slug(repository)
+    except InvalidReferenceError as exc:
+        src = "--repository" if o.repository else "GITHUB_REPOSITORY"
+        raise ContextError(f"{src}: {exc}") from None
+
+    default_branch = o.default_branch or _get(payload, "repository.default_branch")
+    pull_request = base_ref = head_ref = head_repository = head_sha = None
+    is_fork: bool | None = None
+    ref = o.ref and _full_ref(o.ref)
+    sha = o.sha
+
+    if event in PR_EVENTS:
+        if payload:
+            number = payload.get("number", _get(payload, "pull_request.number"))
+            if not isinstance(number, int):
+                raise ContextError(f"{where}: {event} payload has no pull_request number")
+            pull_request = number
+            base_ref = _require(payload, "pull_request.base.ref", event, where)
+            head_ref = _require(payload, "pull_request.head.ref", event, where)
+            head_sha = _get(payload, "pull_request.head.sha")
+            head_repo = _get(payload, "pull_request.head.repo")
+            base_repo = _require(payload, "pull_request.base.repo", event, where)
+            if head_repo is None:
+                # The fork was deleted: the head repository is unknown, so it is not ours.
+                is_fork = True
+                notes.append("head repository deleted: treated as a fork")
+            else:
+                head_repository = head_repo.get("full_name")
+                if head_repo.get("id") is not None and base_repo.get("id") is not None:
+                    is_fork = head_repo["id"] != base_repo["id"]
+                else:
+                    is_fork = (head_repository or "").lower() != (base_repo.get("full_name") or "").lower()
+        pull_request = o.pr if o.pr is not None else pull_request
+        base_ref = o.base or base_ref or env.get("GITHUB_BASE_REF") or None
+        head_ref = o.head_ref or head_ref or env.get("GITHUB_HEAD_REF") or None
+        if o.head_repo:
+            head_repository = o.head_repo
+            is_fork = naming.normalize_slug(o.head_repo) != naming.normalize_slug(repository)
+        if pull_request is None:
+            raise ContextError(f"{event}: no pull request number (pass --pr N or GITHUB_EVENT_PATH)")
+        if not base_ref:
+            raise ContextError(f"{event}: no base branch (pass --base BRANCH or GITHUB_BASE_REF)")
+        if is_fork is None:
+            # Without a payload or --head-repo the source is unknown: assume the least trust.
+            is_fork = True
+            notes.append("head repository unknown (no payload, no --head-repo): treated as a fork")
+        if head_repository:
+            try:
+                naming.normalize_slug(head_repository)
+            except InvalidReferenceError as exc:
+                raise ContextError(f"{'--head-repo' if o.head_repo else where}: {exc}") from None
+        if not ref:
+            ref = env.get("GITHUB_REF") or (
+                f"refs/pull/{pull_request}/merge" if event == "pull_request" else _full_ref(base_ref))
+    elif event == "merge_group":
+        if payload:
+            base_ref = _require(payload, "merge_group.base_ref", event, where)
+            head_ref = _get(payload, "merge_group.head_ref")
+            head_sha = _get(payload, "merge_group.head_sha")
+            sha = sha or head_sha
+            ref = ref or (head_ref and _full_ref(head_ref))
+        base_ref = o.base or base_ref
+        if not base_ref:
+            raise ContextError("merge_group: no base branch (pass --base BRANCH or GITHUB_EVENT_PATH)")
+        base_ref = base_ref.removeprefix("refs/heads/")
+        head_repository = repository
+    else:
+        if event == "push":
+            ref = ref or payload.get("ref")
+            sha = sha or (payload.get("after") if payload.get("after") != _ZERO_SHA else None)
+            if payload and payload.get("deleted"):
+                raise ContextError(f"{where}: this push deletes {payload.get('ref')}: there is nothing to build")
+        elif event == "workflow_dispatch":
+            ref = ref or payload.get("ref")
+        head_repository = repository
+
+    ref = ref or env.get("GITHUB_REF") or None
+    if not ref:
+        branch = _git(["symbolic-ref", "--short", "-q", "HEAD"], cwd)
+        if branch:
+            ref = _full_ref(branch)
+            notes.append("ref: the checked-out git branch")
+    if not ref:
+        raise ContextError("no ref: GITHUB_REF is not set (outside Actions, pass --ref BRANCH)")
+
+    sha = sha or env.get("GITHUB_SHA") or None
+    if not sha:
+        sha = _git(["rev-parse", "HEAD"], cwd)
+        if sha:
+            notes.append("sha: the checked-out git commit")
+    if not sha:
+        raise ContextError("no commit: GITHUB_SHA is not set (outside Actions, pass --sha SHA)")
+    if not (len(sha) == 40 and all(c in "0123456789abcdef" for c in sha.lower())):
+        raise ContextError(f"{'--sha' if o.sha else 'GITHUB_SHA'}: {sha!r} is not a 40-hex commit id")
+
+    if not default_branch and event == "schedule" and ref.startswith("refs/heads/"):
+        # GitHub runs scheduled workflows only on the default branch, and sends no repository.
+        default_branch = ref[len("refs/heads/"):]
+        notes.append("default branch: the scheduled run's ref (schedules run on the default branch)")
+
+    inputs = payload.get("inputs") if isinstance(payload.get("inputs"), dict) else {}
+    return GitHubContext(
+        event=event, repository=repository, ref=ref, sha=sha.lower(), default_branch=default_branch,
+        pull_request=pull_request, base_ref=base_ref, head_ref=head_ref, head_repository=head_repository,
+        head_sha=head_sha, is_fork=is_fork, run_id=env.get("GITHUB_RUN_ID"),
+        run_attempt=env.get("GITHUB_RUN_ATTEMPT"), server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
+        inputs=inputs, notes=tuple(notes))

@@ -1,0 +1,96 @@
+"""The one place that speaks the GitHub Actions runner protocol.
+
+Inputs, outputs, step summary, groups, masks and annotations all go through here, on top of
+actions-toolkit; nothing else in ghbuild writes `::` commands or the `GITHUB_*` files.
+Workflow commands go to stderr (the runner reads both streams), so that stdout stays clean
+for `--json` output. Outside Actions the same calls degrade to plain stderr lines.
+
+actions-toolkit pulls in `requests` when imported, so it is imported lazily: the planner's
+cold start must not pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_ANNOTATION_KEYS = ("title", "file", "line", "endLine", "col", "endColumn")
+
+
+def in_actions(env: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if env is None else env
+    return env.get("GITHUB_ACTIONS") == "true"
+
+
+def _command(name: str, properties: Mapping[str, Any], message: str) -> None:
+    from actions_toolkit.command import issue_command
+
+    props = {k: v for k, v in properties.items() if v not in (None, "")}
+    with contextlib.redirect_stdout(sys.stderr):
+        issue_command(name, props, message)
+    sys.stderr.flush()
+
+
+def get_input(name: str, default: str = "") -> str:
+    """An action input as the runner passes it (INPUT_<NAME>), trimmed."""
+    value = os.environ.get("INPUT_" + name.replace(" ", "_").upper(), "")
+    return value.strip() or default
+
+
+def set_output(name: str, value: Any) -> bool:
+    """Write a step output. Returns False outside Actions (nothing to write to)."""
+    if not os.environ.get("GITHUB_OUTPUT"):
+        return False
+    from actions_toolkit import core
+
+    core.set_output(name, value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))
+    return True
+
+
+def add_summary(markdown: str) -> bool:
+    """Append Markdown to the job summary. Returns False outside Actions."""
+    if not os.environ.get("GITHUB_STEP_SUMMARY"):
+        return False
+    from actions_toolkit.file_command import issue_file_command
+
+    issue_file_command("STEP_SUMMARY", markdown.rstrip("\n") + "\n")
+    return True
+
+
+def mask(secret: str) -> None:
+    """Ask the runner to mask a value in all later log lines."""
+    if secret and in_actions():
+        for line in secret.splitlines():
+            if line.strip():
+                _command("add-mask", {}, line)
+
+
+def annotate(level: str, message: str, **properties: Any) -> None:
+    """An error/warning/notice annotation in Actions; `level: message` on stderr elsewhere."""
+    if level not in ("error", "warning", "notice"):
+        raise ValueError(level)
+    if in_actions():
+        props = {k: properties.get(k) for k in _ANNOTATION_KEYS}
+        _command(level, props, message)
+    else:
+        where = properties.get("file")
+        prefix = f"{where}: " if where else ""
+        print(f"ghbuild {level}: {prefix}{message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def group(title: str) -> Iterator[None]:
+    """A foldable log group in Actions; a header line elsewhere."""
+    if in_actions():
+        _command("group", {}, title)
+        try:
+            yield
+        finally:
+            _command("endgroup", {}, "")
+    else:
+        print(f"--- {title}", file=sys.stderr, flush=True)
+        yield

@@ -1,0 +1,85 @@
+"""The typed options object: the config file plus GHBUILD_* overrides, validated once.
+
+Everything downstream reads `Options`, never the raw TOML or the environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+ARCHES = ("amd64", "arm64")
+PLATFORM_ARCH = {"linux/amd64": "amd64", "linux/arm64": "arm64"}
+DEFAULT_RUNNERS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "amd64": ("ubuntu-24.04",),
+    "arm64": ("ubuntu-24.04-arm",),
+})
+DEFAULT_ARCH_SUFFIXES: Mapping[str, str] = MappingProxyType({"amd64": "x86_64", "arm64": "arm64"})
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    name: str
+    dockerfile: str
+    context: str = "."
+    target: str | None = None
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    platforms: tuple[str, ...] = ("linux/amd64",)
+    runners: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_RUNNERS))
+    # Repository templates ({image}, {owner}); None: the registries' role default.
+    staging: str | None = None
+    publish: str | None = None
+
+    @property
+    def arches(self) -> tuple[str, ...]:
+        return tuple(PLATFORM_ARCH[p] for p in self.platforms)
+
+
+@dataclass(frozen=True)
+class RegistryOptions:
+    cache: str | None = None
+    staging: str | None = None
+    publish: str | None = None
+    gha_cache: bool = True
+    cache_mode: str = "max"
+
+
+@dataclass(frozen=True)
+class SccacheOptions:
+    enabled: bool = True
+    bucket: str | None = None
+    region: str | None = None
+    endpoint: str | None = None
+    key_prefix: str = "sccache"
+
+
+@dataclass(frozen=True)
+class TrustOptions:
+    canonical_repository: str | None = None
+    stable_branch: str | None = None
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    nightly_tag: str = "nightly"
+    arch_suffixes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ARCH_SUFFIXES))
+    retention: int = 14
+
+
+@dataclass(frozen=True)
+class Options:
+    config_path: Path
+    images: Mapping[str, ImageOptions]
+    registries: RegistryOptions = RegistryOptions()
+    sccache: SccacheOptions = SccacheOptions()
+    trust: TrustOptions = TrustOptions()
+    publish: PublishOptions = PublishOptions()
+    # Where each effective value came from, by dotted key ("images.cpu.platforms" -> "GHBUILD_...").
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def project_dir(self) -> Path:
+        """Relative paths in the config (dockerfile, context) are relative to this folder."""
+        return self.config_path.parent

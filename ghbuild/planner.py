@@ -1,0 +1,283 @@
+"""The planner: GitHub context + options in, build plan out. Pure: no I/O, no clock, no network.
+
+It decides trust (SPEC 2), the cache scopes each job reads and writes (SPEC 1), the per-commit
+staging tags and the runner each job runs on.
+
+Policy for `pull_request_target` with a fork head: the plan is READ-ONLY, not refused. The job
+may read caches and build, but writes no cache (not even the GitHub Actions cache, which in
+that event is stored under the base branch), pushes nothing and is handed no secrets
+(`secrets: false`); a warning says so. Refusing would fail the label-and-comment workflows
+people legitimately run on that event; planning read-only gives the fork's code nothing to steal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ghbuild import naming
+from ghbuild.config import expand_repository
+from ghbuild.context import PR_EVENTS, GitHubContext
+from ghbuild.errors import UsageError
+from ghbuild.options import PLATFORM_ARCH, ImageOptions, Options
+
+FALLBACK_STABLE_BRANCH = "main"
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Who may write what, for this run."""
+
+    trusted: bool
+    canonical_repository: str
+    stable_branch: str
+    scope: str                      # this run's own scope
+    canonical_scope: str
+    read_scopes: tuple[str, ...]    # ordered, de-duplicated, own scope first
+    write_scope: str | None         # None: writes no cache at all
+    registry_write: bool            # may push images and registry caches (has credentials)
+    gha_write: bool                 # may write the GitHub Actions cache
+    secrets: bool                   # may be handed secrets (sccache S3, registry logins)
+    reason: str
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    image: str
+    arch: str
+    platform: str
+    runs_on: tuple[str, ...]
+    dockerfile: str
+    context: str
+    target: str | None
+    build_args: dict[str, str]
+    staging_repository: str | None
+    tags: tuple[str, ...]
+    push: bool
+    cache_from: tuple[str, ...]
+    cache_to: tuple[str, ...]
+    gha_scope: str | None
+    labels: dict[str, str]
+    secrets: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    context: GitHubContext
+    trust: Trust
+    jobs: tuple[Job, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def job(self, image: str, arch: str) -> Job:
+        for job in self.jobs:
+            if job.image == image and job.arch == arch:
+                return job
+        known = ", ".join(f"{j.image}/{j.arch}" for j in self.jobs) or "none"
+        raise UsageError(f"--image {image} --arch {arch}: not in the plan (planned: {known})")
+
+    def to_dict(self) -> dict[str, Any]:
+        ctx = self.context
+        t = self.trust
+        return {
+            "version": 1,
+            "context": {
+                "event": ctx.event,
+                "repository": ctx.repository,
+                "canonical_repository": t.canonical_repository,
+                "ref": ctx.ref,
+                "sha": ctx.sha,
+                "pull_request": ctx.pull_request,
+                "head_repository": ctx.head_repository,
+                "is_fork": bool(ctx.is_fork),
+                "base_ref": ctx.base_ref,
+                "head_ref": ctx.head_ref,
+                "default_branch": ctx.default_branch,
+                "stable_branch": t.stable_branch,
+                "trusted": t.trusted,
+                "scope": t.scope,
+                "canonical_scope": t.canonical_scope,
+                "read_scopes": list(t.read_scopes),
+                "write_scope": t.write_scope,
+                "registry_write": t.registry_write,
+                "gha_write": t.gha_write,
+                "secrets": t.secrets,
+                "reason": t.reason,
+                "run_id": ctx.run_id,
+                "run_attempt": ctx.run_attempt,
+                "notes": list(ctx.notes),
+            },
+            "jobs": [_job_dict(j) for j in self.jobs],
+            "warnings": list(self.warnings),
+        }
+
+    def matrix(self) -> dict[str, Any]:
+        """`{"include": [...]}` for `strategy.matrix: ${{ fromJSON(...) }}`."""
+        return {"include": [
+            {"id": j.id, "image": j.image, "arch": j.arch, "platform": j.platform,
+             "runs_on": list(j.runs_on), "push": j.push}
+            for j in self.jobs
+        ]}
+
+
+def _job_dict(job: Job) -> dict[str, Any]:
+    data = asdict(job)
+    for key in ("runs_on", "tags", "cache_from", "cache_to"):
+        data[key] = list(data[key])
+    return data
+
+
+# --------------------------------------------------------------------------- trust
+
+def _branch_scope(repo: str, branch: str, canonical: str, stable: str) -> str:
+    if repo == canonical and branch == stable:
+        return naming.canonical_scope(stable)
+    return naming.preview_scope(repo, branch)
+
+
+def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]]:
+    warnings: list[str] = []
+    repo = naming.normalize_slug(ctx.repository)
+    canonical = options.trust.canonical_repository or repo
+    stable = options.trust.stable_branch or ctx.default_branch
+    if not stable:
+        stable = FALLBACK_STABLE_BRANCH
+        warnings.append(f"stable branch unknown (no trust.stable-branch, no default branch in the payload): "
+                        f"assuming {FALLBACK_STABLE_BRANCH!r}")
+    canonical_scope = naming.canonical_scope(stable)
+    in_canonical = repo == canonical
+    branch = ctx.branch
+    ref_name = branch or ctx.ref.removeprefix("refs/tags/").removeprefix("refs/")
+
+    registry_write = True
+    gha_write = True
+    secrets = True
+    reads_after_own: list[str] = []
+
+    if ctx.event in PR_EVENTS:
+        trusted = False
+        source = naming.normalize_slug(ctx.head_repository) if ctx.head_repository else f"{repo}#deleted-head"
+        scope = naming.pr_scope(int(ctx.pull_request or 0), source)
+        assert ctx.base_ref
+        reads_after_own.append(_branch_scope(repo, ctx.base_ref, canonical, stable))
+        if ctx.is_fork and ctx.event == "pull_request_target":
+            registry_write = gha_write = secrets = False
+            reason = (f"pull_request_target from fork {ctx.head_repository or '(deleted)'}: read-only "
+                      "(no cache writes, no push, no secrets)")
+            warnings.append(reason + "; building a fork's code with the base repository's secrets is refused")
+        elif ctx.is_fork:
+            registry_write = secrets = False
+            reason = (f"pull request #{ctx.pull_request} from fork {ctx.head_repository or '(deleted)'}: "
+                      "GitHub gives it no secrets; writes only its own GitHub Actions cache scope")
+        else:
+            reason = f"pull request #{ctx.pull_request} from a branch of {repo}: writes only its own scope"
+    elif ctx.event == "merge_group":
+        trusted = False
+        assert ctx.base_ref
+        scope = naming.merge_queue_scope(repo, ctx.base_ref)
+        reads_after_own.append(_branch_scope(repo, ctx.base_ref, canonical, stable))
+        reason = f"merge queue into {ctx.base_ref}: not yet merged, writes only the merge-queue scope"
+    elif in_canonical and branch == stable:
+        trusted = True
+        scope = canonical_scope
+        reason = f"{ctx.event} on {stable} of {canonical}: trusted"
+    else:
+        trusted = False
+        scope = naming.preview_scope(repo, ref_name)
+        if not in_canonical:
+            reason = f"{ctx.event} in {repo}, not the canonical {canonical}: writes only its own scope"
+        elif branch is None:
+            reason = f"{ctx.event} on {ctx.ref} (not a branch): writes only its own scope"
+        else:
+            reason = f"{ctx.event} on branch {branch}, not the stable {stable}: writes only its own scope"
+
+    read_scopes = tuple(dict.fromkeys([scope, *reads_after_own, canonical_scope]))
+    any_write = registry_write or gha_write
+    trust = Trust(trusted=trusted, canonical_repository=canonical, stable_branch=stable, scope=scope,
+                  canonical_scope=canonical_scope, read_scopes=read_scopes,
+                  write_scope=scope if any_write else None, registry_write=registry_write,
+                  gha_write=gha_write, secrets=secrets, reason=reason)
+    return trust, warnings
+
+
+# --------------------------------------------------------------------------- jobs
+
+def _cache_key(scope: str, image: str, suffix: str) -> str:
+    return naming.sanitize_tag(scope, suffix=f"-{image}-{suffix}")
+
+
+def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions, platform: str) -> Job:
+    arch = PLATFORM_ARCH[platform]
+    suffix = options.publish.arch_suffixes[arch]
+    owner = ctx.repository.split("/", 1)[0]
+    mode = options.registries.cache_mode
+
+    cache_repo = options.registries.cache and expand_repository(options.registries.cache, image.name, owner)
+    staging_template = image.staging or options.registries.staging
+    staging = staging_template and expand_repository(staging_template, image.name, owner)
+    if cache_repo:
+        naming.validate_repository(cache_repo, "registries.cache")
+    if staging:
+        naming.validate_repository(staging, f"images.{image.name}.staging")
+
+    cache_from: list[str] = []
+    for scope in trust.read_scopes:
+        key = _cache_key(scope, image.name, suffix)
+        if options.registries.gha_cache:
+            cache_from.append(f"type=gha,scope={key}")
+        if cache_repo:
+            cache_from.append(f"type=registry,ref={cache_repo}:{key}")
+
+    cache_to: list[str] = []
+    gha_scope = None
+    if trust.write_scope:
+        key = _cache_key(trust.write_scope, image.name, suffix)
+        if options.registries.gha_cache and trust.gha_write:
+            gha_scope = key
+            cache_to.append(f"type=gha,scope={key},mode={mode},ignore-error=true")
+        if cache_repo and trust.registry_write:
+            # image-manifest/oci-mediatypes: cache stored as an OCI image manifest, which GHCR,
+            # ECR and Docker Hub all accept (the default index form is refused by some).
+            cache_to.append(f"type=registry,ref={cache_repo}:{key},mode={mode},ignore-error=true,"
+                            "image-manifest=true,oci-mediatypes=true")
+
+    tags: list[str] = []
+    if staging:
+        if trust.trusted:
+            tags.append(f"{staging}:{ctx.sha}-{suffix}")
+        else:
+            tags.append(f"{staging}:{naming.sanitize_tag(f'{trust.scope}-{ctx.sha}', suffix=f'-{suffix}')}")
+    push = bool(tags) and trust.registry_write
+
+    source = f"{ctx.server_url.rstrip('/')}/{ctx.repository}"
+    labels = {
+        "org.opencontainers.image.source": source,
+        "org.opencontainers.image.revision": ctx.sha,
+        "org.opencontainers.image.title": image.name,
+    }
+    return Job(
+        id=f"{image.name}-{arch}", image=image.name, arch=arch, platform=platform,
+        runs_on=image.runners[arch], dockerfile=image.dockerfile, context=image.context, target=image.target,
+        build_args=dict(image.build_args), staging_repository=staging or None, tags=tuple(tags), push=push,
+        cache_from=tuple(cache_from), cache_to=tuple(cache_to), gha_scope=gha_scope, labels=labels,
+        secrets=trust.secrets,
+    )
+
+
+def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
+         arches: list[str] | None = None) -> Plan:
+    """The build plan for this context: one job per image and platform, filtered by image/arch."""
+    for name in images or []:
+        if name not in options.images:
+            raise UsageError(f"--image {name}: no such image in {options.config_path.name} "
+                             f"(known: {', '.join(options.images)})")
+    trust, warnings = decide_trust(ctx, options)
+    jobs = []
+    for image in options.images.values():
+        if images and image.name not in images:
+            continue
+        for platform in image.platforms:
+            if arches and PLATFORM_ARCH[platform] not in arches:
+                continue
+            jobs.append(_job(ctx, options, trust, image, platform))
+    return Plan(context=ctx, trust=trust, jobs=tuple(jobs), warnings=tuple(warnings))
