@@ -23,8 +23,18 @@ $(STAMP): pyproject.toml
 test: venv
 	$(PY) -m pytest -q
 
+# For now the demo runs the planner: what a trusted push and a fork pull request would build.
+DEMO_SHA = $(shell git rev-parse HEAD 2>/dev/null || echo 0123456789abcdef0123456789abcdef01234567)
 demo: venv
-	@bash bench/../.ci/demo.sh
+	@echo "== push to the default branch of the canonical repository (trusted)"
+	$(VENV)/bin/ghbuild plan --event push --repository ghbuild/ghbuild --ref main --default-branch main --sha $(DEMO_SHA)
+	@echo
+	@echo "== pull request #12 from a fork (no secrets: builds, writes only its own cache scope)"
+	$(VENV)/bin/ghbuild plan --event pull_request --repository ghbuild/ghbuild --pr 12 --base main \
+		--head-repo someone/ghbuild --head-ref fix/thing --default-branch main --sha $(DEMO_SHA)
+	@echo
+	@echo "== the build matrix for that push, as the reusable workflow consumes it"
+	$(VENV)/bin/ghbuild matrix --event push --repository ghbuild/ghbuild --ref main --default-branch main --sha $(DEMO_SHA)
 
 bench: venv
 	$(PY) bench/plan_startup.py

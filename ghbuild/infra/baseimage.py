@@ -1,0 +1,456 @@
+"""Debian base images without a registry: debootstrap -> cached rootfs tarball -> BuildKit image.
+
+The rootfs uses the same Debian mirror as apt on this machine (read from its sources), so apt
+inside builds reaches the same mirror. Tarballs are cached under /var/cache/ghbuild/rootfs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from .common import (
+    BASE_SUITE,
+    DOCKER_CLI,
+    LOCAL_IMAGE_REPO,
+    InfraError,
+    atomic_write,
+    atomic_write_json,
+    cache_dir,
+    docker_env,
+    info,
+    logs_dir,
+    one_line,
+    run,
+)
+
+ROOTFS_FORMAT = 1  # bump when the post-processing of the rootfs changes
+LABEL_KEY = "org.ghbuild.infra.rootfs-key"
+LABEL_SHA = "org.ghbuild.infra.rootfs-sha256"
+UNAME = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+def local_tag(arch: str) -> str:
+    return f"{LOCAL_IMAGE_REPO}:{BASE_SUITE}-{arch}"
+
+
+# --------------------------------------------------------------------------- apt sources of this machine
+
+
+def _parse_one_line(text: str) -> list[dict]:
+    entries = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        options = {}
+        m = re.match(r"^(deb|deb-src)\s+\[([^\]]*)\]\s+(.*)$", line)
+        if m:
+            kind, opts, rest = m.groups()
+            for opt in opts.split():
+                k, _, v = opt.partition("=")
+                options[k.lower()] = v
+        else:
+            parts = line.split(None, 1)
+            if len(parts) != 2 or parts[0] not in ("deb", "deb-src"):
+                continue
+            kind, rest = parts
+        fields = rest.split()
+        if len(fields) < 2:
+            continue
+        entries.append(
+            {"types": [kind], "uris": [fields[0]], "suites": [fields[1]], "components": fields[2:], "options": options}
+        )
+    return entries
+
+
+def _parse_deb822(text: str) -> list[dict]:
+    entries = []
+    for para in re.split(r"\n\s*\n", text):
+        fields: dict[str, str] = {}
+        key = None
+        for raw in para.splitlines():
+            if raw.startswith("#"):
+                continue
+            if raw[:1] in (" ", "\t") and key:
+                fields[key] += "\n" + raw.strip()
+                continue
+            k, sep, v = raw.partition(":")
+            if not sep:
+                continue
+            key = k.strip().lower()
+            fields[key] = v.strip()
+        if not fields.get("types") or not fields.get("uris"):
+            continue
+        if fields.get("enabled", "yes").strip().lower() in ("no", "false", "0"):
+            continue
+        entries.append(
+            {
+                "types": fields["types"].split(),
+                "uris": fields["uris"].split(),
+                "suites": fields.get("suites", "").split(),
+                "components": fields.get("components", "").split(),
+                "options": {k: v for k, v in fields.items() if k not in ("types", "uris", "suites", "components")},
+            }
+        )
+    return entries
+
+
+def apt_sources() -> list[dict]:
+    """Enabled source entries in the order apt reads them (sources.list, then sources.list.d)."""
+    etc = Path("/etc/apt")
+    entries: list[dict] = []
+    main = etc / "sources.list"
+    if main.is_file():
+        entries += _parse_one_line(main.read_text(errors="replace"))
+    parts = etc / "sources.list.d"
+    if parts.is_dir():
+        for f in sorted(parts.iterdir()):
+            # apt only reads *.list and *.sources (e.g. "*.disabled-by-farm" is ignored).
+            if f.suffix == ".list":
+                entries += _parse_one_line(f.read_text(errors="replace"))
+            elif f.suffix == ".sources":
+                entries += _parse_deb822(f.read_text(errors="replace"))
+    return entries
+
+
+def apt_config_values() -> dict[str, str]:
+    """The few host apt settings worth copying into the images (proxy, Valid-Until check)."""
+    try:
+        out = subprocess.run(["apt-config", "dump"], capture_output=True, text=True, timeout=30, check=False).stdout
+    except OSError:
+        return {}
+    wanted = {
+        "acquire::http::proxy",
+        "acquire::https::proxy",
+        "acquire::check-valid-until",
+        "acquire::check-date",
+    }
+    values = {}
+    for line in out.splitlines():
+        m = re.match(r'^(\S+)\s+"(.*)";$', line.strip())
+        if m and m.group(1).lower() in wanted and m.group(2):
+            values[m.group(1)] = m.group(2)
+    return values
+
+
+def find_mirror(suite: str = BASE_SUITE) -> dict:
+    """Debian mirror URIs (main, updates, security) for ``suite`` as configured for apt here."""
+    entries = [e for e in apt_sources() if "deb" in e["types"]]
+
+    def uri_for(s: str) -> str | None:
+        for e in entries:
+            if s in e["suites"] and ("main" in e["components"] or not e["components"]):
+                return e["uris"][0].rstrip("/")
+        return None
+
+    mirror = uri_for(suite)
+    if mirror is None:
+        # Host on another release: any entry whose path looks like a Debian archive root.
+        for e in entries:
+            for u in e["uris"]:
+                if re.search(r"/debian/?$", u):
+                    mirror = u.rstrip("/")
+                    break
+            if mirror:
+                break
+    if mirror is None:
+        raise InfraError(
+            "base-images",
+            f"no Debian mirror for '{suite}' found in /etc/apt/sources.list or /etc/apt/sources.list.d/*.{{list,sources}}",
+        )
+    if not mirror.startswith(("http://", "https://")):
+        raise InfraError("base-images", f"apt mirror {mirror!r} is not http(s); debootstrap cannot use it")
+    return {
+        "suite": suite,
+        "mirror": mirror,
+        "updates": uri_for(f"{suite}-updates"),
+        "security": uri_for(f"{suite}-security"),
+        "apt_conf": apt_config_values(),
+    }
+
+
+def rootfs_key(mirror: dict, arch: str) -> str:
+    blob = json.dumps({"format": ROOTFS_FORMAT, "arch": arch, "variant": "minbase", **mirror}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _sources_file(mirror: dict) -> str:
+    suite = mirror["suite"]
+    keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+    paras = []
+    suites = [suite] + ([f"{suite}-updates"] if mirror.get("updates") == mirror["mirror"] else [])
+    paras.append(f"Types: deb\nURIs: {mirror['mirror']}\nSuites: {' '.join(suites)}\nComponents: main\nSigned-By: {keyring}\n")
+    if mirror.get("updates") and mirror["updates"] != mirror["mirror"]:
+        paras.append(f"Types: deb\nURIs: {mirror['updates']}\nSuites: {suite}-updates\nComponents: main\nSigned-By: {keyring}\n")
+    if mirror.get("security"):
+        paras.append(f"Types: deb\nURIs: {mirror['security']}\nSuites: {suite}-security\nComponents: main\nSigned-By: {keyring}\n")
+    return "# written by ghbuild.infra: the mirror apt uses on the machine that made this image\n" + "\n".join(paras)
+
+
+# --------------------------------------------------------------------------- rootfs cache
+
+
+def rootfs_dir(arch: str, key: str) -> Path:
+    return cache_dir() / "rootfs" / f"debian-{BASE_SUITE}-minbase-{arch}-{key}"
+
+
+def cached_rootfs(arch: str, key: str) -> dict | None:
+    d = rootfs_dir(arch, key)
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    tar = d / "rootfs.tar"
+    if not tar.is_file() or tar.stat().st_size != meta.get("size"):
+        return None
+    return meta
+
+
+def _umount_below(path: Path) -> None:
+    """debootstrap mounts /proc and /sys in the target; make sure nothing is left before rm -rf."""
+    real = os.path.realpath(path)
+    try:
+        mounts = [ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return
+    for mnt in sorted((m for m in mounts if m == real or m.startswith(real + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mnt], capture_output=True, check=False)
+
+
+def _rm_tree(path: Path) -> None:
+    if path.exists():
+        _umount_below(path)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], capture_output=True, check=False)
+
+
+def _postprocess(root: Path, mirror: dict) -> None:
+    apt = root / "etc" / "apt"
+    (apt / "sources.list.d").mkdir(parents=True, exist_ok=True)
+    with_suffix_list = apt / "sources.list"
+    if with_suffix_list.exists():
+        with_suffix_list.unlink()
+    (apt / "sources.list.d" / "debian.sources").write_text(_sources_file(mirror))
+    conf = mirror.get("apt_conf") or {}
+    if conf:
+        lines = [f'{k} "{v}";' for k, v in sorted(conf.items())]
+        (apt / "apt.conf.d").mkdir(parents=True, exist_ok=True)
+        (apt / "apt.conf.d" / "99ghbuild-host").write_text("// copied by ghbuild.infra from the host apt config\n" + "\n".join(lines) + "\n")
+    # Files copied from the host, and caches from the bootstrap.
+    for rel in ("etc/resolv.conf",):
+        p = root / rel
+        if p.is_symlink() or p.exists():
+            p.unlink()
+        p.write_text("")
+    (root / "etc" / "hosts").write_text("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+    (root / "etc" / "hostname").write_text("localhost\n")
+    for pattern_dir, keep in (("var/cache/apt/archives", {"partial", "lock"}), ("var/lib/apt/lists", {"partial", "lock"})):
+        d = root / pattern_dir
+        if d.is_dir():
+            for child in d.iterdir():
+                if child.name not in keep and (child.is_file() or child.is_symlink()):
+                    child.unlink()
+    for rel in ("var/cache/apt/pkgcache.bin", "var/cache/apt/srcpkgcache.bin", "var/log/bootstrap.log"):
+        p = root / rel
+        if p.exists():
+            p.unlink()
+
+
+def make_rootfs(arch: str, mirror: dict, key: str) -> dict:
+    """debootstrap --variant=minbase, post-process, tar into the cache (atomic rename)."""
+    final = rootfs_dir(arch, key)
+    work = cache_dir() / "work" / f"{arch}-{key}-{os.getpid()}"
+    root = work / "root"
+    _rm_tree(work)
+    root.mkdir(parents=True)
+    log = logs_dir() / f"debootstrap-{arch}.log"
+    started = time.monotonic()
+    info(f"base-images: debootstrap --variant=minbase --arch={arch} {mirror['suite']} from {mirror['mirror']} (log: {log})")
+    env = dict(os.environ)
+    env["DEBIAN_FRONTEND"] = "noninteractive"
+    proxy = (mirror.get("apt_conf") or {}).get("Acquire::http::Proxy")
+    if proxy and proxy.upper() != "DIRECT":
+        env.setdefault("http_proxy", proxy)
+    try:
+        run(
+            ["debootstrap", "--variant=minbase", f"--arch={arch}", "--components=main",
+             mirror["suite"], str(root), mirror["mirror"]],
+            step_name=f"base-images/debootstrap-{arch}",
+            env=env,
+            log=log,
+            timeout=1800,
+        )
+        _postprocess(root, mirror)
+        tar_tmp = work / "rootfs.tar"
+        run(
+            ["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-C", str(root),
+             "--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*", "--exclude=./run/*",
+             "--exclude=./tmp/*", "-cf", str(tar_tmp), "."],
+            step_name=f"base-images/tar-{arch}",
+            log=log,
+            timeout=600,
+        )
+        sha = hashlib.sha256()
+        with open(tar_tmp, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                sha.update(chunk)
+        meta = {
+            "arch": arch,
+            "key": key,
+            "sha256": sha.hexdigest(),
+            "size": tar_tmp.stat().st_size,
+            "mirror": mirror,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "seconds": round(time.monotonic() - started, 1),
+        }
+        staged = work / "out"
+        staged.mkdir()
+        os.replace(tar_tmp, staged / "rootfs.tar")
+        (staged / "Dockerfile").write_text("FROM scratch\nADD rootfs.tar /\n")
+        (staged / ".dockerignore").write_text("*\n!rootfs.tar\n!Dockerfile\n")
+        atomic_write_json(staged / "meta.json", meta)
+        _rm_tree(final)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staged, final)
+    finally:
+        _rm_tree(work)
+    info(f"base-images: rootfs {arch} cached in {final} ({meta['size'] >> 20} MiB, {meta['seconds']} s)")
+    return meta
+
+
+# --------------------------------------------------------------------------- images
+
+
+def image_info(tag: str) -> dict | None:
+    proc = subprocess.run(
+        [DOCKER_CLI, "image", "inspect", tag], capture_output=True, text=True, env=docker_env(), timeout=60, check=False
+    )
+    if proc.returncode != 0:
+        return None
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        return None
+    return data[0] if data else None
+
+
+def image_ok(arch: str, key: str) -> bool:
+    data = image_info(local_tag(arch))
+    if not data or data.get("Architecture") != arch or data.get("Os") != "linux":
+        return False
+    labels = (data.get("Config") or {}).get("Labels") or {}
+    return labels.get(LABEL_KEY) == key
+
+
+def build_image(arch: str, meta: dict) -> None:
+    context = rootfs_dir(arch, meta["key"])
+    log = logs_dir() / f"docker-build-{arch}.log"
+    info(f"base-images: BuildKit build {local_tag(arch)} (--platform linux/{arch})")
+    run(
+        [DOCKER_CLI, "build", "--progress=plain", f"--platform=linux/{arch}", "-t", local_tag(arch),
+         "--label", f"{LABEL_KEY}={meta['key']}", "--label", f"{LABEL_SHA}={meta['sha256']}", str(context)],
+        step_name=f"base-images/build-{arch}",
+        env=docker_env(),
+        log=log,
+        timeout=900,
+    )
+    data = image_info(local_tag(arch))
+    if not data or data.get("Architecture") != arch:
+        got = data.get("Architecture") if data else "nothing"
+        raise InfraError(f"base-images/build-{arch}", f"built {local_tag(arch)} but its architecture is {got}, not {arch}")
+
+
+def check_uname(arch: str) -> None:
+    proc = run(
+        [DOCKER_CLI, "run", "--rm", "--network=none", f"--platform=linux/{arch}", local_tag(arch), "uname", "-m"],
+        step_name=f"base-images/run-{arch}",
+        env=docker_env(),
+        timeout=120,
+        check=False,
+    )
+    got = (proc.stdout or "").strip()
+    if proc.returncode != 0 or got != UNAME[arch]:
+        detail = one_line((proc.stderr or "").strip() or got, 200)
+        raise InfraError(
+            f"base-images/run-{arch}",
+            f"`docker run --platform linux/{arch} {local_tag(arch)} uname -m` gave {got!r}, want {UNAME[arch]!r}: {detail}",
+        )
+
+
+def check_apt(arch: str) -> None:
+    """apt inside a container of the new image reaches the mirror (bridge network, like builds)."""
+    log = logs_dir() / f"apt-in-image-{arch}.log"
+    run(
+        [DOCKER_CLI, "run", "--rm", f"--platform=linux/{arch}", local_tag(arch), "apt-get", "-q", "update"],
+        step_name=f"base-images/apt-{arch}",
+        env=docker_env(),
+        log=log,
+        timeout=600,
+    )
+
+
+def ensure_base_images(arches=("amd64", "arm64")) -> dict[str, dict]:
+    mirror = find_mirror()
+    info(
+        f"base-images: mirror {mirror['mirror']} (updates: {mirror['updates'] or '-'}, security: {mirror['security'] or '-'})"
+    )
+    keys = {arch: rootfs_key(mirror, arch) for arch in arches}
+    todo = [a for a in arches if not image_ok(a, keys[a])]
+    for arch in arches:
+        if arch not in todo:
+            info(f"base-images: {local_tag(arch)} present ({arch})")
+    metas: dict[str, dict] = {}
+    need_bootstrap = []
+    for arch in todo:
+        meta = cached_rootfs(arch, keys[arch])
+        if meta:
+            info(f"base-images: using cached rootfs {rootfs_dir(arch, keys[arch])}")
+            metas[arch] = meta
+        else:
+            need_bootstrap.append(arch)
+    if need_bootstrap:
+        errors: dict[str, BaseException] = {}
+
+        def worker(a: str) -> None:
+            try:
+                metas[a] = make_rootfs(a, mirror, keys[a])
+            except BaseException as exc:  # noqa: BLE001 - re-raised below in the main thread
+                errors[a] = exc
+
+        # Both debootstraps at once: amd64 is network/dpkg bound, arm64 is emulation bound.
+        threads = [threading.Thread(target=worker, args=(a,), daemon=True) for a in need_bootstrap]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for a in need_bootstrap:
+            if a in errors:
+                exc = errors[a]
+                if isinstance(exc, InfraError):
+                    raise exc
+                raise InfraError(f"base-images/debootstrap-{a}", f"{type(exc).__name__}: {exc}")
+    for arch in todo:
+        build_image(arch, metas[arch])
+        check_apt(arch)
+        info(f"base-images: apt-get update inside {local_tag(arch)} works")
+    for arch in arches:
+        if arch != "amd64" or arch in todo:
+            check_uname(arch)
+    info("base-images: `docker run --platform linux/arm64 ... uname -m` -> aarch64")
+    return {a: {"tag": local_tag(a), "key": keys[a]} for a in arches}
+
+
+def remove_stale_rootfs(keep: set[str]) -> None:
+    base = cache_dir() / "rootfs"
+    if not base.is_dir():
+        return
+    for d in base.iterdir():
+        if d.is_dir() and d.name not in keep:
+            shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,146 @@
+"""The Docker engine (dockerd 20.10 with built-in BuildKit) and arm64 emulation (binfmt_misc)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from . import procs
+from .common import DOCKER_CLI, AbortWait, InfraError, docker_env, info, last_line_of, logs_dir, repo_root, run, wait_until
+
+DOCKERD_START_TIMEOUT = 60.0
+BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
+
+
+def docker(*args: str, step_name: str, timeout: float = 120, check: bool = True, log: Path | None = None):
+    return run([DOCKER_CLI, *args], step_name=step_name, env=docker_env(), timeout=timeout, check=check, log=log)
+
+
+def docker_answers(timeout: float = 10) -> bool:
+    try:
+        proc = subprocess.run(
+            [DOCKER_CLI, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True, text=True, env=docker_env(), timeout=timeout, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+def docker_info() -> dict:
+    proc = docker("info", "--format", "{{json .}}", step_name="dockerd", timeout=30)
+    return json.loads(proc.stdout)
+
+
+def _pidfile_alive(path: Path = Path("/var/run/docker.pid")) -> int | None:
+    try:
+        pid = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if procs.proc_state(pid) not in (None, "Z", "X") else None
+
+
+def ensure_dockerd(state: dict) -> None:
+    if not os.path.exists(DOCKER_CLI):
+        raise InfraError("dockerd", f"{DOCKER_CLI} missing (package docker.io not installed?)")
+    rec = procs.find_record(state, "dockerd")
+    if rec and not procs.is_ours_alive(rec):
+        procs.drop_record(state, "dockerd")
+        rec = None
+    if docker_answers():
+        if rec:
+            info(f"dockerd: running (started by us, pid {rec['pid']})")
+        else:
+            state["dockerd_external"] = True
+            info("dockerd: already running (not started by us)")
+        _report_driver()
+        return
+    if rec is None:
+        other = _pidfile_alive()
+        if other:
+            info(f"dockerd: pid {other} (not ours) is alive but not answering; waiting up to {DOCKERD_START_TIMEOUT:.0f} s")
+            if wait_until(docker_answers, timeout=DOCKERD_START_TIMEOUT, interval=1):
+                state["dockerd_external"] = True
+                info("dockerd: answering now (not started by us)")
+                _report_driver()
+                return
+            raise InfraError("dockerd", f"a dockerd not started by us (pid {other}) does not answer `docker info`")
+        log = logs_dir() / "dockerd.log"
+        dockerd = "/usr/sbin/dockerd" if os.path.exists("/usr/sbin/dockerd") else "dockerd"
+        # --ip: ports published with -p bind to loopback unless an address is given explicitly.
+        cmd = [dockerd, "--host=unix:///var/run/docker.sock", "--ip=127.0.0.1"]
+        env = dict(os.environ)
+        for k in ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+            env.pop(k, None)
+        popen, rec = procs.spawn("dockerd", cmd, log=log, cwd=repo_root(), env=env)
+        state["processes"].append(rec)
+        state.pop("dockerd_external", None)
+        procs.save_state(state)
+        info(f"dockerd: started pid {popen.pid} (log: {log})")
+        abort = lambda: f"dockerd exited with {popen.returncode}" if popen.poll() is not None else None  # noqa: E731
+    else:
+        popen = None
+        info(f"dockerd: ours (pid {rec['pid']}) is alive but not answering yet; waiting")
+        log = Path(rec.get("log") or logs_dir() / "dockerd.log")
+        abort = lambda: "dockerd exited" if not procs.is_ours_alive(rec) else None  # noqa: E731
+    try:
+        ok = wait_until(docker_answers, timeout=DOCKERD_START_TIMEOUT, interval=0.5, abort=abort)
+    except AbortWait as exc:
+        procs.drop_record(state, "dockerd")
+        procs.save_state(state)
+        raise InfraError("dockerd", f"{exc}: {last_line_of(log)} (log: {log})") from None
+    if not ok:
+        raise InfraError("dockerd", f"`docker info` did not answer within {DOCKERD_START_TIMEOUT:.0f} s (log: {log})")
+    _report_driver()
+
+
+def _report_driver() -> None:
+    try:
+        data = docker_info()
+    except InfraError:
+        return
+    driver = data.get("Driver")
+    info(f"dockerd: server {data.get('ServerVersion')}, storage driver {driver}, cgroup {data.get('CgroupVersion')}")
+    if driver == "vfs":
+        info("dockerd: WARNING storage driver vfs (no overlay support): builds will be slow and disk-hungry")
+
+
+# --------------------------------------------------------------------------- binfmt / qemu
+
+
+def binfmt_entry() -> dict:
+    path = BINFMT_DIR / "qemu-aarch64"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    entry = {"enabled": bool(lines) and lines[0].strip() == "enabled"}
+    for line in lines[1:]:
+        key, _, value = line.partition(" ")
+        entry[key] = value.strip()
+    return entry
+
+
+def ensure_binfmt() -> dict:
+    if not (BINFMT_DIR / "status").exists():
+        info("binfmt: mounting binfmt_misc")
+        run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_DIR)], step_name="binfmt", timeout=30)
+    entry = binfmt_entry()
+    if not entry.get("enabled"):
+        info("binfmt: enabling qemu-aarch64")
+        run(["update-binfmts", "--enable", "qemu-aarch64"], step_name="binfmt", timeout=60)
+        entry = binfmt_entry()
+    if not entry.get("enabled"):
+        raise InfraError("binfmt", "qemu-aarch64 is not enabled in /proc/sys/fs/binfmt_misc after update-binfmts")
+    flags = entry.get("flags:", "")
+    interp = entry.get("interpreter", "")
+    if not os.path.exists(interp):
+        raise InfraError("binfmt", f"qemu-aarch64 interpreter {interp!r} does not exist")
+    if "F" not in flags:
+        # Without the fix-binary flag the interpreter is looked up inside each container's root.
+        info(f"binfmt: WARNING qemu-aarch64 flags {flags!r} lack F; arm64 containers may fail to start")
+    else:
+        info(f"binfmt: qemu-aarch64 enabled (interpreter {interp}, flags {flags})")
+    return entry
