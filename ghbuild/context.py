@@ -2,7 +2,9 @@
 
 Sources, strongest first: command-line flags (for local use), the event payload at
 GITHUB_EVENT_PATH, then the GITHUB_* variables. Fork detection comes from the payload
-(head and base repository ids), never from names or guesses.
+(head and base repository ids), never from names or guesses; `--head-repo` can make a pull
+request a fork, never turn a head the payload's ids prove to be a fork into a branch of ours.
+Every error names the variable, flag or payload the bad value came from.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ghbuild import naming
-from ghbuild.errors import ContextError, InvalidReferenceError
+from ghbuild.errors import ContextError, InvalidReferenceError, TrustError
 
 EVENTS = ("push", "pull_request", "pull_request_target", "schedule", "workflow_dispatch", "merge_group")
 PR_EVENTS = ("pull_request", "pull_request_target")
@@ -124,7 +126,12 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
     cwd = cwd or Path.cwd()
     notes: list[str] = []
 
-    event = o.event or env.get("GITHUB_EVENT_NAME") or ""
+    actual_event = env.get("GITHUB_EVENT_NAME")
+    if o.event and actual_event and o.event != actual_event and env.get("GITHUB_ACTIONS") == "true":
+        # Inside a real run, a flag must not turn (say) a pull_request_target run into a trusted push.
+        raise TrustError(f"--event {o.event}: this run is a {actual_event} event; "
+                         "the event cannot be overridden inside GitHub Actions")
+    event = o.event or actual_event or ""
     if not event:
         raise ContextError("no event: GITHUB_EVENT_NAME is not set (outside Actions, pass --event)")
     if event not in EVENTS:
@@ -137,7 +144,12 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
     if payload_path and (o.event_path or not o.event or o.event == env.get("GITHUB_EVENT_NAME")):
         payload = load_payload(payload_path, where)
 
-    repository = o.repository or env.get("GITHUB_REPOSITORY") or _get(payload, "repository.full_name")
+    if o.repository:
+        repository, repository_src = o.repository, "--repository"
+    elif env.get("GITHUB_REPOSITORY"):
+        repository, repository_src = env["GITHUB_REPOSITORY"], "GITHUB_REPOSITORY"
+    else:
+        repository, repository_src = _get(payload, "repository.full_name"), f"{where} (repository.full_name)"
     if not repository:
         origin = _git(["remote", "get-url", "origin"], cwd)
         try:
@@ -145,20 +157,26 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         except InvalidReferenceError:
             repository = None
         if repository:
+            repository_src = "git remote 'origin'"
             notes.append("repository: from the git remote 'origin'")
     if not repository:
         raise ContextError("no repository: GITHUB_REPOSITORY is not set (outside Actions, pass --repository OWNER/NAME)")
     try:
-        naming.normalize_slug(repository)
+        if not isinstance(repository, str):
+            raise InvalidReferenceError(f"{repository!r} is not a GitHub repository (expected owner/name)")
+        slug = naming.normalize_slug(repository)
     except InvalidReferenceError as exc:
-        src = "--repository" if o.repository else "GITHUB_REPOSITORY"
-        raise ContextError(f"{src}: {exc}") from None
+        raise ContextError(f"{repository_src}: {exc}") from None
+    if repository.lower() != slug:
+        # A URL form (https://github.com/o/r.git, git@github.com:o/r): keep owner/name only, since
+        # the owner names registry namespaces and the slug builds the source URL.
+        repository = slug
 
     default_branch = o.default_branch or _get(payload, "repository.default_branch")
     pull_request = base_ref = head_ref = head_repository = head_sha = None
     is_fork: bool | None = None
     ref = o.ref and _full_ref(o.ref)
-    sha = o.sha
+    sha, sha_src = o.sha, "--sha"
 
     if event in PR_EVENTS:
         if payload:
@@ -171,6 +189,9 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
             head_sha = _get(payload, "pull_request.head.sha")
             head_repo = _get(payload, "pull_request.head.repo")
             base_repo = _require(payload, "pull_request.base.repo", event, where)
+            for side, repo in (("head", head_repo), ("base", base_repo)):
+                if repo is not None and not isinstance(repo, Mapping):
+                    raise ContextError(f"{where}: {event} payload: pull_request.{side}.repo is not an object")
             if head_repo is None:
                 # The fork was deleted: the head repository is unknown, so it is not ours.
                 is_fork = True
@@ -185,8 +206,16 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         base_ref = o.base or base_ref or env.get("GITHUB_BASE_REF") or None
         head_ref = o.head_ref or head_ref or env.get("GITHUB_HEAD_REF") or None
         if o.head_repo:
+            try:
+                flag_fork = naming.normalize_slug(o.head_repo) != naming.normalize_slug(repository)
+            except InvalidReferenceError as exc:
+                raise ContextError(f"--head-repo: {exc}") from None
+            if is_fork and not flag_fork:
+                # Least trust wins: a name cannot overrule the payload's repository ids.
+                notes.append("--head-repo names this repository, but the payload's ids say the head is a fork: "
+                             "treated as a fork")
             head_repository = o.head_repo
-            is_fork = naming.normalize_slug(o.head_repo) != naming.normalize_slug(repository)
+            is_fork = bool(is_fork) or flag_fork
         if pull_request is None:
             raise ContextError(f"{event}: no pull request number (pass --pr N or GITHUB_EVENT_PATH)")
         if not base_ref:
@@ -208,7 +237,8 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
             base_ref = _require(payload, "merge_group.base_ref", event, where)
             head_ref = _get(payload, "merge_group.head_ref")
             head_sha = _get(payload, "merge_group.head_sha")
-            sha = sha or head_sha
+            if not sha and head_sha:
+                sha, sha_src = head_sha, f"{where} (merge_group.head_sha)"
             ref = ref or (head_ref and _full_ref(head_ref))
         base_ref = o.base or base_ref
         if not base_ref:
@@ -218,7 +248,8 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
     else:
         if event == "push":
             ref = ref or payload.get("ref")
-            sha = sha or (payload.get("after") if payload.get("after") != _ZERO_SHA else None)
+            if not sha and payload.get("after") and payload.get("after") != _ZERO_SHA:
+                sha, sha_src = payload["after"], f"{where} (after)"
             if payload and payload.get("deleted"):
                 raise ContextError(f"{where}: this push deletes {payload.get('ref')}: there is nothing to build")
         elif event == "workflow_dispatch":
@@ -234,15 +265,16 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
     if not ref:
         raise ContextError("no ref: GITHUB_REF is not set (outside Actions, pass --ref BRANCH)")
 
-    sha = sha or env.get("GITHUB_SHA") or None
     if not sha:
-        sha = _git(["rev-parse", "HEAD"], cwd)
+        sha, sha_src = env.get("GITHUB_SHA") or None, "GITHUB_SHA"
+    if not sha:
+        sha, sha_src = _git(["rev-parse", "HEAD"], cwd), "git HEAD"
         if sha:
             notes.append("sha: the checked-out git commit")
     if not sha:
         raise ContextError("no commit: GITHUB_SHA is not set (outside Actions, pass --sha SHA)")
-    if not (len(sha) == 40 and all(c in "0123456789abcdef" for c in sha.lower())):
-        raise ContextError(f"{'--sha' if o.sha else 'GITHUB_SHA'}: {sha!r} is not a 40-hex commit id")
+    if not (isinstance(sha, str) and len(sha) == 40 and all(c in "0123456789abcdef" for c in sha.lower())):
+        raise ContextError(f"{sha_src}: {sha!r} is not a 40-hex commit id")
 
     if not default_branch and event == "schedule" and ref.startswith("refs/heads/"):
         # GitHub runs scheduled workflows only on the default branch, and sends no repository.

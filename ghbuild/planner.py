@@ -213,10 +213,16 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
     mode = options.registries.cache_mode
 
     cache_repo = options.registries.cache and expand_repository(options.registries.cache, image.name, owner)
+    # The canonical scope is written only by the canonical repository, into its owner's namespace:
+    # a run elsewhere (a fork's own push) reads its fallback there, not from a ref nobody writes.
+    canonical_owner = trust.canonical_repository.split("/", 1)[0]
+    canonical_cache_repo = options.registries.cache and expand_repository(
+        options.registries.cache, image.name, canonical_owner)
     staging_template = image.staging or options.registries.staging
     staging = staging_template and expand_repository(staging_template, image.name, owner)
     if cache_repo:
         naming.validate_repository(cache_repo, "registries.cache")
+        naming.validate_repository(canonical_cache_repo, "registries.cache")
     if staging:
         naming.validate_repository(staging, f"images.{image.name}.staging")
 
@@ -226,7 +232,8 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
         if options.registries.gha_cache:
             cache_from.append(f"type=gha,scope={key}")
         if cache_repo:
-            cache_from.append(f"type=registry,ref={cache_repo}:{key}")
+            repo = canonical_cache_repo if scope == trust.canonical_scope else cache_repo
+            cache_from.append(f"type=registry,ref={repo}:{key}")
 
     cache_to: list[str] = []
     gha_scope = None
