@@ -326,7 +326,7 @@ def test_event_flag_cannot_change_the_event_inside_actions(event):
 
     env = event("pull_request_target").environ(GITHUB_ACTIONS="true")
     with pytest.raises(TrustError, match="pull_request_target"):
-        context.from_environment(env, context.Overrides(event="push"))
+        from_environment(env, Overrides(event="push"))
     # The same flag is fine outside Actions (local use) and when it agrees with GitHub.
     env.pop("GITHUB_ACTIONS")
-    assert context.from_environment(env, context.Overrides(event="push")).event == "push"
+    assert from_environment(env, Overrides(event="push")).event == "push"
