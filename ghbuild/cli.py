@@ -15,7 +15,7 @@ from ghbuild.errors import GhbuildError, UsageError
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, like every other usage error
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def _context_flags(p: argparse.ArgumentParser) -> None:

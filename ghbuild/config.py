@@ -32,7 +32,8 @@ _SETTING_SECTIONS = ("TRUST", "REGISTRIES", "SCCACHE", "PUBLISH", "RUNNERS", "IM
 _PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
 _PLACEHOLDERS = ("image", "owner")
 # Build args are visible in `docker history`; names like these almost always mean a secret.
-_SECRET_NAME_RE = re.compile(r"(?i)(secret|token|passw|credential|private_key|access_key|api_key)")
+_SECRET_NAME_RE = re.compile(
+    r"(?i)(secret|passw|credential|private_key|access_key|api_key|(^|_)token($|_))")
 
 
 @lru_cache(maxsize=1)
@@ -182,7 +183,8 @@ def _parse_env_value(var: str, text: str, leaf: dict[str, Any]) -> Any:
                 raise ConfigError(f"{var}: expected KEY=VALUE items separated by commas, got {item.strip()!r}")
             result[key.strip()] = value.strip()
         return result
-    return text
+    # Text settings come from YAML often enough that a stray newline must not change their meaning.
+    return text.strip()
 
 
 def _json(var: str, text: str) -> Any:
@@ -245,15 +247,36 @@ class _Where:
         while probe:
             if probe in self.sources:
                 return f"{self.sources[probe]} (overrides {key})"
-            probe = probe.rpartition(".")[0] if "." in probe else ""
+            if probe.endswith("]"):  # an array item: images.cpu.platforms[1] -> images.cpu.platforms
+                probe = probe[:probe.rindex("[")]
+            else:
+                probe = probe.rpartition(".")[0] if "." in probe else ""
         return f"{self.config_path}: {key}"
 
 
-def _schema_errors(data: dict[str, Any], where: _Where) -> None:
-    from jsonschema import Draft202012Validator  # lazy: only when there is config to check
+# JSON Schema patterns are ECMA-262 regexes, whose `$` matches only at the very end of the text;
+# Python's `$` also matches before a final newline, so "runtime\n" (a YAML block scalar in a
+# GHBUILD_* variable) would pass `^[A-Za-z0-9][A-Za-z0-9_.-]*$`. Validate with `\Z` instead.
+_PATTERN_END = re.compile(r"(?<!\\)\$")
 
-    validator = Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+
+@lru_cache(maxsize=1)
+def _validator_class():
+    from jsonschema import Draft202012Validator, ValidationError, validators  # lazy: only with config to check
+
+    def pattern(validator, patrn, instance, subschema):
+        if validator.is_type(instance, "string") and not re.search(_PATTERN_END.sub(r"\\Z", patrn), instance):
+            yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    return validators.extend(Draft202012Validator, {"pattern": pattern})
+
+
+def _schema_errors(data: dict[str, Any], where: _Where) -> None:
+    validator = _validator_class()(schema())
+    # At one path, an unknown key comes first: it is usually a typo that also explains a missing one
+    # (`dockerfle = ...` is reported as unknown, with the suggestion, not as "'dockerfile' is required").
+    errors = sorted(validator.iter_errors(data), key=lambda e: (
+        list(map(str, e.absolute_path)), e.validator != "additionalProperties", e.message))
     if not errors:
         return
     error = errors[0]

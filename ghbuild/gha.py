@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ghbuild.errors import ContextError
+
 _ANNOTATION_KEYS = ("title", "file", "line", "endLine", "col", "endColumn")
 
 
@@ -41,9 +43,16 @@ def get_input(name: str, default: str = "") -> str:
     return value.strip() or default
 
 
+def _runner_file(var: str) -> str | None:
+    path = os.environ.get(var)
+    if path and not os.path.isfile(path):
+        raise ContextError(f"{var}: {path} does not exist (the runner creates it for each step)")
+    return path or None
+
+
 def set_output(name: str, value: Any) -> bool:
     """Write a step output. Returns False outside Actions (nothing to write to)."""
-    if not os.environ.get("GITHUB_OUTPUT"):
+    if not _runner_file("GITHUB_OUTPUT"):
         return False
     from actions_toolkit import core
 
@@ -53,7 +62,7 @@ def set_output(name: str, value: Any) -> bool:
 
 def add_summary(markdown: str) -> bool:
     """Append Markdown to the job summary. Returns False outside Actions."""
-    if not os.environ.get("GITHUB_STEP_SUMMARY"):
+    if not _runner_file("GITHUB_STEP_SUMMARY"):
         return False
     from actions_toolkit.file_command import issue_file_command
 

@@ -1,7 +1,8 @@
 """Names: repository slugs, tag sanitising, cache scopes and image references.
 
 Pure functions, no I/O. The tag rules follow the OCI distribution spec: a tag matches
-`[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`.
+`[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`. Patterns end in `\\Z`, not `$`: Python's `$` also matches
+before a final newline, which would let "name\\n" (a YAML block scalar in a GHBUILD_* variable) pass.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import re
 from ghbuild.errors import InvalidReferenceError
 
 TAG_MAX = 128
-TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
 _TAG_BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 # Length of the hash appended when sanitising changed a name: 10 hex = 40 bits,
 # enough that distinct branch names of one repository do not collide in practice.
 _HASH_HEX = 10
 
-_SLUG_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+_SLUG_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\Z")
 _SLUG_PREFIXES = ("https://github.com/", "http://github.com/", "git@github.com:", "ssh://git@github.com/",
                   "ssh://git@github.com:", "github.com/")
 
@@ -26,8 +27,8 @@ _SLUG_PREFIXES = ("https://github.com/", "http://github.com/", "git@github.com:"
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
-_REPOSITORY_RE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$")
-DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_REPOSITORY_RE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*\Z")
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 
 
 def short_hash(text: str, length: int = 12) -> str:
