@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test demo bench clean infra-up infra-down infra-status
 
 venv: $(STAMP)
 
@@ -39,5 +39,14 @@ demo: venv
 bench: venv
 	$(PY) bench/plan_startup.py
 
+# Local services (dockerd with BuildKit, staging and hub registries, S3, base images); idempotent.
+infra-up: venv
+	$(PY) -m ghbuild.infra up
+infra-down:
+	$(PYTHON) -m ghbuild.infra down
+infra-status:
+	$(PYTHON) -m ghbuild.infra status
+
 clean:
+	-$(PYTHON) -m ghbuild.infra down
 	rm -rf $(VENV) .ghbuild .pytest_cache .hypothesis

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -21,7 +20,6 @@ from .common import (
     DOCKER_CLI,
     LOCAL_IMAGE_REPO,
     InfraError,
-    atomic_write,
     atomic_write_json,
     cache_dir,
     docker_env,
@@ -145,34 +143,49 @@ def find_mirror(suite: str = BASE_SUITE) -> dict:
     """Debian mirror URIs (main, updates, security) for ``suite`` as configured for apt here."""
     entries = [e for e in apt_sources() if "deb" in e["types"]]
 
+    def score(e: dict) -> int:
+        # Prefer the Debian archive over third-party repositories that reuse the suite name
+        # (e.g. "<vendor>/debian/12/prod bookworm main"): Debian's keyring or a */debian* path.
+        signed_by = e["options"].get("signed-by", "")
+        if "debian-archive-keyring" in signed_by or re.search(r"/debian(-security)?/?$", e["uris"][0]):
+            return 2
+        return 1 if not signed_by else 0
+
     def uri_for(s: str) -> str | None:
-        for e in entries:
-            if s in e["suites"] and ("main" in e["components"] or not e["components"]):
-                return e["uris"][0].rstrip("/")
-        return None
+        found = [e for e in entries if s in e["suites"] and ("main" in e["components"] or not e["components"])]
+        if not found:
+            return None
+        best = max(found, key=score)  # max() keeps the first of equal scores: apt's order
+        return best["uris"][0].rstrip("/")
 
     mirror = uri_for(suite)
+    updates, security = uri_for(f"{suite}-updates"), uri_for(f"{suite}-security")
     if mirror is None:
-        # Host on another release: any entry whose path looks like a Debian archive root.
-        for e in entries:
-            for u in e["uris"]:
-                if re.search(r"/debian/?$", u):
-                    mirror = u.rstrip("/")
-                    break
-            if mirror:
-                break
-    if mirror is None:
-        raise InfraError(
-            "base-images",
-            f"no Debian mirror for '{suite}' found in /etc/apt/sources.list or /etc/apt/sources.list.d/*.{{list,sources}}",
+        # Host on another Debian release: an entry whose path looks like a Debian archive root.
+        mirror = next(
+            (u.rstrip("/") for e in entries for u in e["uris"] if re.search(r"/debian/?$", u)), None
         )
+        updates = mirror
+        security = next(
+            (u.rstrip("/") for e in entries for u in e["uris"] if re.search(r"/debian-security/?$", u)), None
+        )
+    override = os.environ.get("GHBUILD_INFRA_DEBIAN_MIRROR", "").strip().rstrip("/")
+    if override:
+        mirror = updates = override
+        security = os.environ.get("GHBUILD_INFRA_DEBIAN_SECURITY_MIRROR", "").strip().rstrip("/") or security
+    if mirror is None:
+        # Not a Debian host at all (no Debian archive in its apt sources): the public one.
+        mirror = updates = "http://deb.debian.org/debian"
+        security = "http://deb.debian.org/debian-security"
+        info(f"base-images: no Debian mirror in this machine's apt sources; using {mirror} "
+             "(set GHBUILD_INFRA_DEBIAN_MIRROR to override)")
     if not mirror.startswith(("http://", "https://")):
         raise InfraError("base-images", f"apt mirror {mirror!r} is not http(s); debootstrap cannot use it")
     return {
         "suite": suite,
         "mirror": mirror,
-        "updates": uri_for(f"{suite}-updates"),
-        "security": uri_for(f"{suite}-security"),
+        "updates": updates,
+        "security": security,
         "apt_conf": apt_config_values(),
     }
 
@@ -234,9 +247,9 @@ def _rm_tree(path: Path) -> None:
 def _postprocess(root: Path, mirror: dict) -> None:
     apt = root / "etc" / "apt"
     (apt / "sources.list.d").mkdir(parents=True, exist_ok=True)
-    with_suffix_list = apt / "sources.list"
-    if with_suffix_list.exists():
-        with_suffix_list.unlink()
+    one_line_list = apt / "sources.list"  # debootstrap's `deb MIRROR SUITE main`
+    if one_line_list.exists():
+        one_line_list.unlink()
     (apt / "sources.list.d" / "debian.sources").write_text(_sources_file(mirror))
     conf = mirror.get("apt_conf") or {}
     if conf:
@@ -263,10 +276,22 @@ def _postprocess(root: Path, mirror: dict) -> None:
             p.unlink()
 
 
+def _clean_dead_work_dirs() -> None:
+    """Remove work dirs left by an interrupted debootstrap (their pid suffix is no longer alive)."""
+    base = cache_dir() / "work"
+    if not base.is_dir():
+        return
+    for d in base.iterdir():
+        pid = d.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            _rm_tree(d)
+
+
 def make_rootfs(arch: str, mirror: dict, key: str) -> dict:
     """debootstrap --variant=minbase, post-process, tar into the cache (atomic rename)."""
     final = rootfs_dir(arch, key)
     work = cache_dir() / "work" / f"{arch}-{key}-{os.getpid()}"
+    _clean_dead_work_dirs()
     root = work / "root"
     _rm_tree(work)
     root.mkdir(parents=True)
@@ -318,7 +343,13 @@ def make_rootfs(arch: str, mirror: dict, key: str) -> dict:
         atomic_write_json(staged / "meta.json", meta)
         _rm_tree(final)
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged, final)
+        try:
+            os.replace(staged, final)
+        except OSError:
+            # Another checkout on this machine finished the same rootfs first: use theirs.
+            if cached_rootfs(arch, key) is None:
+                raise
+            meta = cached_rootfs(arch, key)
     finally:
         _rm_tree(work)
     info(f"base-images: rootfs {arch} cached in {final} ({meta['size'] >> 20} MiB, {meta['seconds']} s)")
@@ -446,11 +477,3 @@ def ensure_base_images(arches=("amd64", "arm64")) -> dict[str, dict]:
     info("base-images: `docker run --platform linux/arm64 ... uname -m` -> aarch64")
     return {a: {"tag": local_tag(a), "key": keys[a]} for a in arches}
 
-
-def remove_stale_rootfs(keep: set[str]) -> None:
-    base = cache_dir() / "rootfs"
-    if not base.is_dir():
-        return
-    for d in base.iterdir():
-        if d.is_dir() and d.name not in keep:
-            shutil.rmtree(d, ignore_errors=True)

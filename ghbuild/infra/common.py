@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -58,8 +59,14 @@ def one_line(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_INFO_LOCK = threading.Lock()
+
+
 def info(message: str) -> None:
-    print(f"infra: {message}", file=sys.stderr, flush=True)
+    """A progress line on stderr (one write per line: the debootstrap threads print too)."""
+    with _INFO_LOCK:
+        sys.stderr.write(f"infra: {message}\n")
+        sys.stderr.flush()
 
 
 @contextlib.contextmanager

