@@ -20,8 +20,8 @@ from typing import Any
 from ghbuild import naming, sccache
 from ghbuild.errors import ConfigError, InvalidReferenceError
 from ghbuild.options import (
-    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, ImageOptions, Options, PublishOptions,
-    RegistryOptions, SccacheOptions, TrustOptions,
+    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, BuildOptions, ImageOptions, Options, PublishOptions,
+    RegistryOptions, SccacheOptions, TrustOptions, parse_size,
 )
 
 ENV_PREFIX = "GHBUILD_"
@@ -337,6 +337,16 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
                     f"{where(f'images.{name}.build-args.{arg}')}: looks like a secret; build args stay in "
                     "the image history, pass secrets as BuildKit secrets instead")
         img_runners = img.get("runners", {})
+        try:
+            size_budget = parse_size(img["size-budget"]) if "size-budget" in img else None
+        except ValueError as exc:
+            raise ConfigError(f"{where(f'images.{name}.size-budget')}: {exc}") from None
+        stage_budgets = {}
+        for stage, budget in img.get("stage-budgets", {}).items():
+            try:
+                stage_budgets[stage] = parse_size(budget)
+            except ValueError as exc:
+                raise ConfigError(f"{where(f'images.{name}.stage-budgets.{stage}')}: {exc}") from None
         images[name] = ImageOptions(
             name=name,
             dockerfile=img["dockerfile"],
@@ -347,6 +357,9 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
             runners={a: tuple(img_runners.get(a, runners_default[a])) for a in ARCHES},
             staging=img.get("staging") or None,
             publish=img.get("publish") or None,
+            base_image=img.get("base-image") or None,
+            size_budget=size_budget,
+            stage_budgets=stage_budgets,
         )
 
     sc = data.get("sccache", {})
@@ -381,7 +394,11 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
     if publish.arch_suffixes["amd64"] == publish.arch_suffixes["arm64"]:
         raise ConfigError(f"{where('publish.arch-suffixes')}: amd64 and arm64 need different suffixes")
 
-    options = Options(config_path=path, images=images, registries=registries, sccache=sccache_options,
+    bl = data.get("build", {})
+    build = BuildOptions(builder=bl.get("builder") or None, builder_network=bl.get("builder-network", "host"),
+                         network=bl.get("network", "host"), provenance=bl.get("provenance", False))
+
+    options = Options(config_path=path, images=images, registries=registries, build=build, sccache=sccache_options,
                       trust=trust, publish=publish, sources=sources)
     _check_repositories(options, where)
     return options

@@ -17,6 +17,28 @@ DEFAULT_RUNNERS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "arm64": ("ubuntu-24.04-arm",),
 })
 DEFAULT_ARCH_SUFFIXES: Mapping[str, str] = MappingProxyType({"amd64": "x86_64", "arm64": "arm64"})
+_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+               "t": 10**12, "tb": 10**12, "ki": 2**10, "kib": 2**10, "mi": 2**20, "mib": 2**20, "gi": 2**30,
+               "gib": 2**30, "ti": 2**40, "tib": 2**40}
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from 123, "500MB", "1.5GB", "200MiB" (decimal units as docker prints them)."""
+    if isinstance(value, int):
+        return value
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", value)
+    if not match or match.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"{value!r} is not a size (e.g. 500MB, 1.5GB, 200MiB)")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+
+
+def format_size(size: int) -> str:
+    for unit, factor in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= factor:
+            return f"{size / factor:.2f} {unit}"
+    return f"{size} B"
 
 
 @dataclass(frozen=True)
@@ -31,10 +53,21 @@ class ImageOptions:
     # Repository templates ({image}, {owner}); None: the registries' role default.
     staging: str | None = None
     publish: str | None = None
+    base_image: str | None = None
+    size_budget: int | None = None                                   # bytes
+    stage_budgets: Mapping[str, int] = field(default_factory=dict)   # bytes per stage
 
     @property
     def arches(self) -> tuple[str, ...]:
         return tuple(PLATFORM_ARCH[p] for p in self.platforms)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    builder: str | None = None
+    builder_network: str = "host"
+    network: str = "host"
+    provenance: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +106,7 @@ class Options:
     config_path: Path
     images: Mapping[str, ImageOptions]
     registries: RegistryOptions = RegistryOptions()
+    build: BuildOptions = BuildOptions()
     sccache: SccacheOptions = SccacheOptions()
     trust: TrustOptions = TrustOptions()
     publish: PublishOptions = PublishOptions()

@@ -5,6 +5,8 @@ Pure checks here; the S3 preflight that talks to the endpoint lives with the bui
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 BOOL_TRUE = ("true", "on", "1")
@@ -44,3 +46,119 @@ def check_endpoint(value: str) -> str:
         raise ValueError("endpoint must be an http:// or https:// URL with a host (value not shown)")
     del port
     return value
+
+
+# --------------------------------------------------------------------------- preflight
+
+MODES = ("read-write", "read-only", "anonymous", "local", "off")
+SECRET_ID = "sccache_aws"
+_CRED_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
+@dataclass(frozen=True)
+class SccacheDecision:
+    """What the build gets: a mode, why, the (non-secret) build args, and the secret file text."""
+
+    mode: str
+    reason: str
+    build_args: dict[str, str]
+    secret: str | None = None          # env-file text for the BuildKit secret; never logged
+
+    @property
+    def degraded(self) -> bool:
+        return self.mode not in ("read-write", "off")
+
+
+def _build_args(options, mode: str) -> dict[str, str]:
+    """SCCACHE_* only when non-empty (an empty SCCACHE_ENDPOINT crashes sccache at start)."""
+    args = {"GHBUILD_SCCACHE_MODE": mode}
+    if mode in ("read-write", "read-only", "anonymous"):
+        values = {
+            "SCCACHE_BUCKET": options.bucket,
+            "SCCACHE_REGION": options.region,
+            "SCCACHE_ENDPOINT": options.endpoint,
+            "SCCACHE_S3_KEY_PREFIX": options.key_prefix,
+        }
+        if options.endpoint:
+            values["SCCACHE_S3_USE_SSL"] = "true" if options.endpoint.startswith("https://") else "false"
+        args.update({k: v for k, v in values.items() if v})
+    return args
+
+
+def preflight(options, secrets_allowed: bool, env: Mapping[str, str], timeout: float = 5.0) -> SccacheDecision:
+    """Pick the sccache mode before the build: read-write, read-only, anonymous read, local disk or off.
+
+    Talks to S3 with boto3 (bucket reachable, then a write probe). Never raises for S3 trouble:
+    the build always proceeds, and a degraded mode carries the cause in `reason`.
+    """
+    if not options.enabled:
+        return SccacheDecision("off", "sccache disabled in the config", _build_args(options, "off"))
+    if not options.bucket:
+        return SccacheDecision("local", "no sccache bucket configured: local disk cache (lost with the builder)",
+                               _build_args(options, "local"))
+    creds = {k: env.get(k, "") for k in _CRED_VARS}
+    have_creds = bool(creds["AWS_ACCESS_KEY_ID"] and creds["AWS_SECRET_ACCESS_KEY"])
+    if not secrets_allowed:
+        have_creds = False
+        why_no_creds = "this run may not be handed secrets"
+    else:
+        why_no_creds = "no AWS credentials in the environment"
+
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    config = Config(connect_timeout=timeout, read_timeout=timeout, retries={"max_attempts": 2, "mode": "standard"},
+                    signature_version=None if have_creds else UNSIGNED)
+    session = boto3.session.Session(
+        aws_access_key_id=creds["AWS_ACCESS_KEY_ID"] or None if have_creds else None,
+        aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"] or None if have_creds else None,
+        aws_session_token=creds["AWS_SESSION_TOKEN"] or None if have_creds else None,
+        region_name=options.region or "us-east-1")
+    client = session.client("s3", endpoint_url=options.endpoint or None, config=config)
+
+    def describe(exc: Exception) -> str:
+        if isinstance(exc, ClientError):
+            err = exc.response.get("Error", {})
+            return f"{err.get('Code', 'error')} ({exc.response.get('ResponseMetadata', {}).get('HTTPStatusCode')})"
+        return type(exc).__name__
+
+    try:
+        client.head_bucket(Bucket=options.bucket)
+    except (BotoCoreError, ClientError) as exc:
+        cause = describe(exc)
+        if have_creds and isinstance(exc, ClientError):
+            # Credentials rejected or not allowed: a public bucket may still be readable anonymously.
+            anon = boto3.session.Session(region_name=options.region or "us-east-1").client(
+                "s3", endpoint_url=options.endpoint or None,
+                config=Config(connect_timeout=timeout, read_timeout=timeout, signature_version=UNSIGNED,
+                              retries={"max_attempts": 1}))
+            try:
+                anon.head_bucket(Bucket=options.bucket)
+            except (BotoCoreError, ClientError):
+                pass
+            else:
+                return SccacheDecision("anonymous", f"S3 refused the credentials ({cause}): anonymous read of "
+                                       f"bucket {options.bucket}", _build_args(options, "anonymous"))
+        return SccacheDecision("local", f"S3 bucket {options.bucket} not reachable ({cause}): local disk cache "
+                               "(lost with the builder)", _build_args(options, "local"))
+
+    if not have_creds:
+        return SccacheDecision("anonymous", f"{why_no_creds}: anonymous read of bucket {options.bucket}, "
+                               "nothing written", _build_args(options, "anonymous"))
+
+    probe = f"{options.key_prefix.rstrip('/')}/.ghbuild-write-probe"
+    try:
+        client.put_object(Bucket=options.bucket, Key=probe, Body=b"ghbuild write probe")
+        try:
+            client.delete_object(Bucket=options.bucket, Key=probe)
+        except (BotoCoreError, ClientError):
+            pass  # a missing delete permission does not stop caching
+    except (BotoCoreError, ClientError) as exc:
+        secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
+        return SccacheDecision("read-only", f"S3 write probe failed ({describe(exc)}): read-only, misses are "
+                               "not stored", _build_args(options, "read-only"), secret)
+    secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
+    return SccacheDecision("read-write", f"bucket {options.bucket} readable and writable",
+                           _build_args(options, "read-write"), secret)

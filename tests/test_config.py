@@ -377,6 +377,8 @@ def test_every_documented_variable_exists():
         "GHBUILD_IMAGES_CPU_PLATFORMS", "GHBUILD_IMAGES_CPU_RUNNERS_ARM64", "GHBUILD_IMAGES_CPU_BUILD_ARGS",
         "GHBUILD_IMAGES_CPU_DOCKERFILE", "GHBUILD_IMAGES_CPU_CONTEXT", "GHBUILD_IMAGES_CPU_TARGET",
         "GHBUILD_IMAGES_CPU_STAGING", "GHBUILD_IMAGES_CPU_PUBLISH", "GHBUILD_IMAGES_CPU_RUNNERS_AMD64",
+        "GHBUILD_IMAGES_CPU_BASE_IMAGE", "GHBUILD_IMAGES_CPU_SIZE_BUDGET", "GHBUILD_IMAGES_CPU_STAGE_BUDGETS",
+        "GHBUILD_BUILD_BUILDER", "GHBUILD_BUILD_BUILDER_NETWORK", "GHBUILD_BUILD_NETWORK", "GHBUILD_BUILD_PROVENANCE",
     }
     assert set(mapping) == documented
     assert mapping["GHBUILD_SCCACHE_KEY_PREFIX"][0] == ("sccache", "key-prefix")
@@ -637,3 +639,12 @@ def test_the_repositorys_own_config_is_valid_against_the_shipped_schema():
         data = tomllib.load(fh)
     Draft202012Validator.check_schema(config.schema())
     assert list(Draft202012Validator(config.schema()).iter_errors(data)) == []
+
+
+def test_size_budgets_parse_and_bad_sizes_name_the_key(tmp_path):
+    options = load_text(tmp_path, MINIMAL, {"GHBUILD_IMAGES_CPU_SIZE_BUDGET": "1.5GB",
+                                            "GHBUILD_IMAGES_CPU_STAGE_BUDGETS": "runtime=200MiB,cpp=10000"})
+    assert options.images["cpu"].size_budget == 1_500_000_000
+    assert options.images["cpu"].stage_budgets == {"runtime": 200 * 2**20, "cpp": 10000}
+    message = config_error(tmp_path, MINIMAL, {"GHBUILD_IMAGES_CPU_SIZE_BUDGET": "lots"})
+    assert message.startswith("GHBUILD_IMAGES_CPU_SIZE_BUDGET (overrides images.cpu.size-budget")

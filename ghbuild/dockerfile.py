@@ -1,0 +1,67 @@
+"""Read the stage structure of a Dockerfile: names, and what each stage is built FROM."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<base>\S+)(?:\s+AS\s+(?P<name>\S+))?\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Stage:
+    index: int
+    name: str | None
+    base: str          # a previous stage's name, or an image reference (ARGs not expanded)
+
+    @property
+    def label(self) -> str:
+        return self.name or f"stage-{self.index}"
+
+
+def _logical_lines(text: str):
+    buffer = ""
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not buffer and (not stripped or stripped.startswith("#")):
+            continue
+        if raw.rstrip().endswith("\\"):
+            buffer += raw.rstrip()[:-1] + " "
+            continue
+        yield buffer + raw
+        buffer = ""
+    if buffer:
+        yield buffer
+
+
+def stages(path: Path) -> list[Stage]:
+    result: list[Stage] = []
+    for line in _logical_lines(path.read_text("utf-8")):
+        match = _FROM_RE.match(line)
+        if match:
+            result.append(Stage(index=len(result), name=(match.group("name") or "").lower() or None,
+                                base=match.group("base")))
+    return result
+
+
+def parent(stage: Stage, all_stages: list[Stage]) -> Stage | None:
+    """The stage this one is built FROM, or None for an external image."""
+    for other in all_stages[: stage.index]:
+        if other.name and other.name == stage.base.lower():
+            return other
+    return None
+
+
+def chain(target: str | None, all_stages: list[Stage]) -> list[Stage]:
+    """The FROM chain of the target stage, oldest first (the last stage when target is None)."""
+    if not all_stages:
+        return []
+    current = all_stages[-1] if target is None else next((s for s in all_stages if s.name == target.lower()), None)
+    if current is None:
+        return []
+    out = [current]
+    while (up := parent(current, all_stages)) is not None:
+        out.append(up)
+        current = up
+    return list(reversed(out))

@@ -1,0 +1,126 @@
+"""The Docker engine edge: find a client that can build, run builds and pushes, read images.
+
+Which client: GHBUILD_DOCKER_CLI if set, else `docker` on PATH, else /usr/bin/docker. A client with
+the buildx plugin builds with `docker buildx build` (backend "buildx"). Without buildx, a client
+older than 23.0 still drives the engine's built-in BuildKit with DOCKER_BUILDKIT=1 (backend
+"engine"); newer clients refuse BuildKit builds without buildx, so they are passed over.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ghbuild.errors import GhbuildError
+
+
+class EngineError(GhbuildError):
+    """The Docker engine or client failed (not reachable, build failed, push failed)."""
+
+    exit_code = 10
+    kind = "engine error"
+
+
+@dataclass(frozen=True)
+class DockerClient:
+    path: str
+    version: str
+    buildx: bool
+
+    @property
+    def backend(self) -> str:
+        return "buildx" if self.buildx else "engine"
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                          env=dict(env) if env is not None else None)
+
+
+def _major(version: str) -> int:
+    match = re.match(r"(\d+)", version)
+    return int(match.group(1)) if match else 0
+
+
+def find_client(env: Mapping[str, str] | None = None, backend: str | None = None) -> DockerClient:
+    """The first client that can run BuildKit builds against a reachable engine."""
+    env = os.environ if env is None else env
+    candidates: list[str] = []
+    for candidate in (env.get("GHBUILD_DOCKER_CLI"), shutil.which("docker", path=env.get("PATH")), "/usr/bin/docker"):
+        if candidate and candidate not in candidates and os.access(candidate, os.X_OK):
+            candidates.append(candidate)
+    if not candidates:
+        raise EngineError("no docker client found (install Docker, or set GHBUILD_DOCKER_CLI)")
+    reasons = []
+    for path in candidates:
+        try:
+            version = _run([path, "version", "--format", "{{.Client.Version}}"], env).stdout.strip()
+            server = _run([path, "version", "--format", "{{.Server.Version}}"], env)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            reasons.append(f"{path}: {exc}")
+            continue
+        if server.returncode != 0 or not server.stdout.strip():
+            last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
+            reasons.append(f"{path}: engine not reachable ({last})")
+            continue
+        try:
+            has_buildx = _run([path, "buildx", "version"], env).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            has_buildx = False
+        client = DockerClient(path=path, version=version, buildx=has_buildx)
+        if backend == "buildx" and not has_buildx:
+            reasons.append(f"{path}: no buildx plugin")
+            continue
+        if not has_buildx and _major(version) >= 23:
+            reasons.append(f"{path}: client {version} needs the buildx plugin for BuildKit builds")
+            continue
+        return client
+    raise EngineError("no usable docker client: " + "; ".join(reasons))
+
+
+def run_streaming(argv: Sequence[str], env: Mapping[str, str], log_path: Path, echo: bool = True,
+                  redact: Sequence[str] = ()) -> tuple[int, float]:
+    """Run a command, copy its output to stderr (redacted) and to log_path; return (rc, seconds)."""
+    start = time.monotonic()
+    with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+        proc = subprocess.Popen(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", bufsize=1)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            for secret in redact:
+                if secret:
+                    line = line.replace(secret, "***")
+            log.write(line)
+            if echo:
+                sys.stderr.write(line)
+        rc = proc.wait()
+    return rc, time.monotonic() - start
+
+
+def push(client: DockerClient, tag: str, env: Mapping[str, str]) -> str:
+    """`docker push TAG`; returns the manifest digest the registry reported."""
+    proc = subprocess.run([client.path, "push", tag], capture_output=True, text=True, env=dict(env), timeout=3600)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["failed"])[-1]
+        raise EngineError(f"docker push {tag}: {last}")
+    match = re.search(r"digest: (sha256:[0-9a-f]{64})", proc.stdout)
+    if not match:
+        raise EngineError(f"docker push {tag}: no digest in the output")
+    return match.group(1)
+
+
+def docker_sdk(env: Mapping[str, str]):
+    """A docker SDK client for reading images (history, inspect); imported only when needed."""
+    import docker
+
+    try:
+        return docker.DockerClient(base_url=env.get("DOCKER_HOST") or "unix:///var/run/docker.sock", timeout=60)
+    except docker.errors.DockerException as exc:
+        raise EngineError(f"cannot reach the Docker engine: {exc}") from None
