@@ -19,9 +19,18 @@ GHBUILD_SCCACHE_LOCAL_DIR=/root/.cache/sccache
 
 _ghbuild_say() { echo "ghbuild-sccache: $*" >&2; }
 
+_GHBUILD_S3_VARS="SCCACHE_BUCKET SCCACHE_REGION SCCACHE_ENDPOINT SCCACHE_S3_KEY_PREFIX SCCACHE_S3_USE_SSL"
+
+# Keep the build args' values before any mode unsets them (as GHBUILD_ARG_<name>).
+_ghbuild_save_args() {
+    for _v in $_GHBUILD_S3_VARS; do
+        eval "GHBUILD_ARG_$_v=\${$_v:-}"
+    done
+}
+
 _ghbuild_export_nonempty() {
-    for _v in SCCACHE_BUCKET SCCACHE_REGION SCCACHE_ENDPOINT SCCACHE_S3_KEY_PREFIX SCCACHE_S3_USE_SSL; do
-        eval "_val=\${$_v:-}"
+    for _v in $_GHBUILD_S3_VARS; do
+        eval "_val=\${GHBUILD_ARG_$_v:-}"
         if [ -n "$_val" ]; then export "$_v=$_val"; else unset "$_v"; fi
     done
 }
@@ -75,6 +84,7 @@ ghbuild_sccache_start() {
     GHBUILD_SCCACHE_REQUESTED="${GHBUILD_SCCACHE_MODE:-off}"
     GHBUILD_SCCACHE_FALLBACKS=""
     GHBUILD_LAUNCHER=""
+    _ghbuild_save_args
     _mode="$GHBUILD_SCCACHE_REQUESTED"
     if ! command -v sccache >/dev/null 2>&1; then
         [ "$_mode" = off ] || _ghbuild_say "$GHBUILD_STAGE: sccache is not installed: compiling without it"

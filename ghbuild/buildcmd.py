@@ -89,6 +89,8 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
         argv += ["--target", job.target]
     if settings.network:
         argv += ["--network", settings.network]
+        if buildx and settings.network == "host":
+            argv += ["--allow", "network.host"]  # an entitlement in buildx; the engine allows it as is
 
     build_args = {**job.build_args, **settings.extra_build_args}
     for key in sorted(build_args):
@@ -143,8 +145,8 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
             argv += ["--tag", tag]
         if settings.push and job.tags:
             argv += ["--output", "type=image,push=true"]
-        else:
-            argv += ["--load"]
+        # Also into the local image store, for the layer audit and smoke tests (two exporters: buildx >= 0.13).
+        argv += ["--load"]
     else:
         for tag in job.tags:
             argv += ["--tag", tag]
@@ -152,8 +154,6 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
             argv += ["--tag", ref]
         if settings.push:
             push_tags = list(job.tags)
-        if settings.metadata_file:
-            skipped.append("--metadata-file: not supported by the engine's builder; digest taken from the push")
     if settings.iidfile:
         argv += ["--iidfile", str(settings.iidfile)]
     argv.append(context)

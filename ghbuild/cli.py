@@ -56,6 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
     _selection_flags(p)
     _context_flags(p)
 
+    p = sub.add_parser("build", help="build one plan job (image x arch) with BuildKit, push it, report")
+    p.add_argument("--config", metavar="PATH", help="config file")
+    p.add_argument("--image", required=True, metavar="NAME", help="image to build")
+    p.add_argument("--arch", required=True, choices=("amd64", "arm64"), help="architecture to build")
+    p.add_argument("--push", action="store_true", help="push the staging tags (only when the plan allows it)")
+    p.add_argument("--json", action="store_true", help="print the build report as JSON on stdout")
+    p.add_argument("--dry-run", action="store_true", help="print the exact command and build args; run nothing")
+    p.add_argument("--target", help="build this stage instead of the configured target")
+    p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE build arg (overrides images.<name>.base-image)")
+    p.add_argument("--require-digest-base", action="store_true",
+                   help="fail unless --base-image (or base-image) is name@sha256:<64 hex>")
+    p.add_argument("--backend", choices=("buildx", "engine"), help="force a backend (default: detect)")
+    p.add_argument("--quiet", action="store_true", help="do not echo the build log")
+    _context_flags(p)
+
     sub.add_parser("schema", help="print the JSON schema of the config file")
     return parser
 
@@ -101,6 +116,30 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    from ghbuild import build, config, context, planner, render
+
+    options = config.load(args.config, os.environ, Path.cwd())
+    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    plan = planner.plan(ctx, options, images=[args.image], arches=[args.arch])
+    for warning in plan.warnings:
+        gha.annotate("warning", warning)
+    request = build.BuildRequest(image=args.image, arch=args.arch, push=args.push, dry_run=args.dry_run,
+                                 target=args.target, base_image=args.base_image, backend=args.backend,
+                                 require_digest_base=args.require_digest_base, echo=not args.quiet)
+    report = build.run(plan, options, request, os.environ)
+    if args.dry_run:
+        print(json.dumps(report.to_dict(), indent=2) if args.json else report.command)
+        return 0
+    build.outputs(report)
+    print(render.build_text(report), file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    if report.budget_failures:
+        raise build.BudgetError("; ".join(report.budget_failures))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from ghbuild import config
 
@@ -108,7 +147,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "schema": cmd_schema}
+COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

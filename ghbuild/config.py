@@ -396,7 +396,8 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
 
     bl = data.get("build", {})
     build = BuildOptions(builder=bl.get("builder") or None, builder_network=bl.get("builder-network", "host"),
-                         network=bl.get("network", "host"), provenance=bl.get("provenance", False))
+                         network=bl.get("network", "host"), provenance=bl.get("provenance", False),
+                         base_image=bl.get("base-image") or None)
 
     options = Options(config_path=path, images=images, registries=registries, build=build, sccache=sccache_options,
                       trust=trust, publish=publish, sources=sources)

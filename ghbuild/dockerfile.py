@@ -9,11 +9,16 @@ from pathlib import Path
 _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<base>\S+)(?:\s+AS\s+(?P<name>\S+))?\s*$", re.I)
 
 
+# Instructions that add no entry to the image history (everything else adds one, empty or not).
+_NO_HISTORY = {"from", "arg", "onbuild"}
+
+
 @dataclass(frozen=True)
 class Stage:
     index: int
     name: str | None
     base: str          # a previous stage's name, or an image reference (ARGs not expanded)
+    history_entries: int = 0   # how many image-history entries the stage's own instructions add
 
     @property
     def label(self) -> str:
@@ -42,6 +47,11 @@ def stages(path: Path) -> list[Stage]:
         if match:
             result.append(Stage(index=len(result), name=(match.group("name") or "").lower() or None,
                                 base=match.group("base")))
+            continue
+        word = line.split(None, 1)[0].lower() if line.strip() else ""
+        if result and word and word not in _NO_HISTORY:
+            last = result[-1]
+            result[-1] = Stage(last.index, last.name, last.base, last.history_entries + 1)
     return result
 
 

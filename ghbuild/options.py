@@ -68,6 +68,7 @@ class BuildOptions:
     builder_network: str = "host"
     network: str = "host"
     provenance: bool = False
+    base_image: str | None = None
 
 
 @dataclass(frozen=True)

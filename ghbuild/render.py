@@ -46,3 +46,81 @@ def plan_table(plan: Plan) -> str:
     if not plan.jobs:
         lines.append("(no jobs: nothing selected)")
     return "\n".join(lines)
+
+
+def _rate(rate) -> str:
+    return f"{rate * 100:.1f} %" if isinstance(rate, (int, float)) else "-"
+
+
+def build_summary(report) -> str:
+    """Markdown for the job summary: digest, caches, sccache per stage and language, layers, timings."""
+    from ghbuild.options import format_size
+
+    lines = [f"### ghbuild: {report.image} ({report.arch})", ""]
+    lines.append("| | |")
+    lines.append("|---|---|")
+    lines.append(f"| image | `{report.ref or report.image_id or '-'}` |")
+    lines.append(f"| pushed | {'yes' if report.pushed else 'no'} |")
+    lines.append(f"| backend | {report.backend} |")
+    if report.size is not None:
+        lines.append(f"| size | {format_size(report.size)} |")
+    for key, value in report.timings.items():
+        lines.append(f"| {key.replace('_', ' ')} | {value:.1f} s |")
+    sc = report.sccache or {}
+    lines.append(f"| sccache | {sc.get('mode', '-')}: {sc.get('hits', 0)} hits, {sc.get('misses', 0)} misses "
+                 f"({_rate(sc.get('hit_rate'))}) |")
+    lines.append("")
+    if report.cache_from or report.cache_to:
+        lines += ["<details><summary>Layer caches</summary>", ""]
+        lines += [f"- from `{ref}`" for ref in report.cache_from]
+        lines += [f"- to `{ref}`" for ref in report.cache_to]
+        lines += ["", "</details>", ""]
+    if report.skipped or report.warnings:
+        lines += ["**Not applied / warnings**", ""]
+        lines += [f"- {line}" for line in [*report.skipped, *report.warnings]]
+        lines.append("")
+    if sc.get("stages"):
+        lines += ["#### sccache per stage", "", "| stage | mode | hits | misses | rate | by language | not cacheable | write errors |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, st in sc["stages"].items():
+            langs = ", ".join(f"{lang} {n}/{n + st['misses_by_language'].get(lang, 0)}"
+                              for lang, n in st["hits_by_language"].items()) or "-"
+            note = " (layer cache: not rebuilt)" if st.get("from_layer_cache") else ""
+            lines.append(f"| {name}{note} | {st['mode']} | {st['hits']} | {st['misses']} | {_rate(st['hit_rate'])} "
+                         f"| {langs} | {st['not_cacheable']} | {st['write_errors']} |")
+        lines.append("")
+    if report.stages:
+        lines += ["#### Stages", "", "| stage | steps | cached | seconds | own layers |", "|---|---|---|---|---|"]
+        for name, st in report.stages.items():
+            size = format_size(st["size"]) if "size" in st else "-"
+            lines.append(f"| {name} | {st.get('steps', '-')} | {st.get('cached', '-')} | {st.get('seconds', '-')} | {size} |")
+        lines.append("")
+        sized = {name: st["size"] for name, st in report.stages.items() if st.get("size")}
+        if sized:
+            lines += ["```mermaid", f"pie title Image size by stage ({report.image}, {report.arch})"]
+            lines += [f'    "{name}" : {round(size / 1e6, 2)}' for name, size in sized.items()]
+            lines += ["```", ""]
+    if report.budget_failures:
+        lines += ["**Over budget**", ""] + [f"- {f}" for f in report.budget_failures] + [""]
+    return "\n".join(lines)
+
+
+def build_text(report) -> str:
+    """A few lines for the terminal after a build."""
+    from ghbuild.options import format_size
+
+    sc = report.sccache or {}
+    lines = [f"ghbuild: built {report.image}/{report.arch} ({report.backend})",
+             f"  image    {report.ref or report.image_id}",
+             f"  sccache  {sc.get('mode')}: {sc.get('hits', 0)} hits, {sc.get('misses', 0)} misses ({_rate(sc.get('hit_rate'))})"]
+    for name, st in (sc.get("stages") or {}).items():
+        lines.append(f"    {name:<10} {st['mode']:<10} hits {st['hits']:>4}  misses {st['misses']:>4}  {st['seconds']:>5}s"
+                     + ("  (layer cache)" if st.get("from_layer_cache") else ""))
+    if report.size is not None:
+        lines.append(f"  size     {format_size(report.size)}")
+    for name, st in report.stages.items():
+        if "size" in st:
+            lines.append(f"    {name:<12} {format_size(st['size'])}")
+    for line in [*report.skipped, *report.warnings, *report.budget_failures]:
+        lines.append(f"  note     {line}")
+    return "\n".join(lines)

@@ -372,21 +372,62 @@ def image_info(tag: str) -> dict | None:
     return data[0] if data else None
 
 
+# This machine reaches PyPI through a TLS-intercepting egress proxy whose CA lives only in the host's
+# /usr/local/share/ca-certificates. Builds that fetch from PyPI need it too, so the local base image
+# carries the host's extra CAs (installed by ca-certificates' own hook when an image installs it) and
+# a pip.conf pointing pip at the system bundle. Public base images on GitHub need neither.
+HOST_EXTRA_CA_DIR = Path("/usr/local/share/ca-certificates")
+LABEL_CA = "io.ghbuild.infra.extra-ca-sha256"
+PIP_CONF = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n"
+
+
+def _extra_cas() -> list[Path]:
+    if not HOST_EXTRA_CA_DIR.is_dir():
+        return []
+    return sorted(p for p in HOST_EXTRA_CA_DIR.glob("*.crt") if p.is_file())
+
+
+def extra_ca_digest() -> str:
+    digest = hashlib.sha256(PIP_CONF.encode())
+    for path in _extra_cas():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def image_ok(arch: str, key: str) -> bool:
     data = image_info(local_tag(arch))
     if not data or data.get("Architecture") != arch or data.get("Os") != "linux":
         return False
     labels = (data.get("Config") or {}).get("Labels") or {}
-    return labels.get(LABEL_KEY) == key
+    return labels.get(LABEL_KEY) == key and labels.get(LABEL_CA) == extra_ca_digest()
+
+
+def _write_context_extras(context: Path) -> None:
+    """Dockerfile, .dockerignore, the host's extra CAs and pip.conf next to rootfs.tar."""
+    extra = context / "extra-ca"
+    if extra.exists():
+        for old in extra.iterdir():
+            old.unlink()
+    extra.mkdir(exist_ok=True)
+    for path in _extra_cas():
+        (extra / path.name).write_bytes(path.read_bytes())
+    (context / "pip.conf").write_text(PIP_CONF)
+    (context / "Dockerfile").write_text(
+        "FROM scratch\nADD rootfs.tar /\n"
+        "COPY extra-ca/ /usr/local/share/ca-certificates/\n"
+        "COPY pip.conf /etc/pip.conf\n")
+    (context / ".dockerignore").write_text("*\n!rootfs.tar\n!Dockerfile\n!extra-ca\n!pip.conf\n")
 
 
 def build_image(arch: str, meta: dict) -> None:
     context = rootfs_dir(arch, meta["key"])
+    _write_context_extras(context)
     log = logs_dir() / f"docker-build-{arch}.log"
     info(f"base-images: BuildKit build {local_tag(arch)} (--platform linux/{arch})")
     run(
         [DOCKER_CLI, "build", "--progress=plain", f"--platform=linux/{arch}", "-t", local_tag(arch),
-         "--label", f"{LABEL_KEY}={meta['key']}", "--label", f"{LABEL_SHA}={meta['sha256']}", str(context)],
+         "--label", f"{LABEL_KEY}={meta['key']}", "--label", f"{LABEL_SHA}={meta['sha256']}",
+         "--label", f"{LABEL_CA}={extra_ca_digest()}", str(context)],
         step_name=f"base-images/build-{arch}",
         env=docker_env(),
         log=log,

@@ -54,6 +54,8 @@ def local_env(p: dict[str, int], sccache: Path) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
         "AWS_DEFAULT_REGION": S3_REGION,
         "GHBUILD_LOCAL_BASE_IMAGE": f"{staging}/{BASE_INDEX_REPO}:{BASE_INDEX_TAG}",
+        # The default BASE_IMAGE of every image without its own base-image: the local Debian index.
+        "GHBUILD_BUILD_BASE_IMAGE": f"{staging}/{BASE_INDEX_REPO}:{BASE_INDEX_TAG}",
         "GHBUILD_LOCAL_BASE_IMAGE_AMD64": baseimage.local_tag("amd64"),
         "GHBUILD_LOCAL_BASE_IMAGE_ARM64": baseimage.local_tag("arm64"),
         "GHBUILD_LOCAL_STAGING": staging,
