@@ -20,24 +20,34 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
+# Starts the local services, runs every test, and stops only what it started.
 test: venv
-	$(PY) -m pytest -q
+	@$(PY) -m ghbuild.infra up; up=$$?; \
+	if [ $$up -ne 0 ]; then echo "make test: infra-up failed" >&2; exit $$up; fi; \
+	$(PY) -m pytest -q; rc=$$?; \
+	$(PY) -m ghbuild.infra down; exit $$rc
 
-# For now the demo runs the planner: what a trusted push and a fork pull request would build.
+# The main job, locally: plan a push to the default branch, build the example CPU image with
+# BuildKit and S3 sccache, push it to the local staging registry, report, and run its self-test.
 DEMO_SHA = $(shell git rev-parse HEAD 2>/dev/null || echo 0123456789abcdef0123456789abcdef01234567)
-demo: venv
-	@echo "== push to the default branch of the canonical repository (trusted)"
-	$(VENV)/bin/ghbuild plan --event push --repository ghbuild/ghbuild --ref main --default-branch main --sha $(DEMO_SHA)
-	@echo
-	@echo "== pull request #12 from a fork (no secrets: builds, writes only its own cache scope)"
-	$(VENV)/bin/ghbuild plan --event pull_request --repository ghbuild/ghbuild --pr 12 --base main \
-		--head-repo someone/ghbuild --head-ref fix/thing --default-branch main --sha $(DEMO_SHA)
-	@echo
-	@echo "== the build matrix for that push, as the reusable workflow consumes it"
-	$(VENV)/bin/ghbuild matrix --event push --repository ghbuild/ghbuild --ref main --default-branch main --sha $(DEMO_SHA)
+DEMO_CONTEXT = --event push --repository ghbuild/ghbuild --ref main --default-branch main --sha $(DEMO_SHA)
+demo: infra-up
+	@set -a; . .ghbuild/local.env; set +a; \
+	echo "== plan: a push to the default branch of the canonical repository (trusted)"; \
+	$(VENV)/bin/ghbuild plan $(DEMO_CONTEXT) --image cpu && echo && \
+	echo "== build and push cpu/amd64 (log: .ghbuild/demo-build.log)" && \
+	$(VENV)/bin/ghbuild build --image cpu --arch amd64 --push --json $(DEMO_CONTEXT) \
+		> .ghbuild/demo-report.json 2> .ghbuild/demo-build.log; rc=$$?; \
+	sed -n '/^ghbuild: built/,$$p' .ghbuild/demo-build.log; \
+	if [ $$rc -ne 0 ]; then tail -n 20 .ghbuild/demo-build.log; exit $$rc; fi; \
+	ref=$$($(PY) -c 'import json; print(json.load(open(".ghbuild/demo-report.json"))["ref"])'); \
+	echo && echo "== the pushed image runs: $$ref" && \
+	$$GHBUILD_DOCKER_CLI run --rm "$$ref" && \
+	echo && echo "Full report: .ghbuild/demo-report.json. Services stay up; stop them with 'make infra-down'."
 
-bench: venv
+bench: infra-up
 	$(PY) bench/plan_startup.py
+	$(PY) bench/sccache_rebuild.py
 
 # Local services (dockerd with BuildKit, staging and hub registries, S3, base images); idempotent.
 infra-up: venv
