@@ -23,8 +23,6 @@ from ghbuild.errors import ConfigError, GhbuildError, InvalidReferenceError
 from ghbuild.options import Options, format_size
 from ghbuild.planner import Job, Plan
 
-STATS_STAGE = "ghbuild-stats"
-
 
 class BudgetError(GhbuildError):
     """The image or a stage is larger than its configured budget."""
@@ -254,10 +252,8 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             report.pushed = True
             report.ref = f"{job.staging_repository}@{report.digest}"
 
-        # ---- sccache stats from the ghbuild-stats stage
-        stage_files: dict[str, dict] = {}
-        if any(s.name == STATS_STAGE for s in stages):
-            stage_files = _export_stats(client, job, settings, workdir, run_env, redact)
+        # ---- sccache stats, read from the built image
+        stage_files = _read_stats(env, iid) if iid else {}
         report.sccache = summarize_sccache(decision, stage_files, build_started)
         for name, stage in report.sccache["stages"].items():
             if stage["fallbacks"]:
@@ -302,29 +298,41 @@ def _ensure_builder(client: engine.DockerClient, options: Options, env: Mapping[
         raise engine.EngineError(f"docker buildx create: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
 
 
-def _export_stats(client, job: Job, settings: buildcmd.BuildSettings, workdir: Path, env, redact) -> dict[str, dict]:
-    """Export the ghbuild-stats stage (cached: it only copies files the main build made)."""
-    out = workdir / "stats"
-    stats_job = replace(job, target=STATS_STAGE, tags=(), cache_to=(), push=False)
-    stats_settings = replace(settings, push=False, metadata_file=None, iidfile=None)
-    argv = list(buildcmd.build_command(stats_job, stats_settings).argv)
-    # Replace the image output with a local export of the stage's files.
-    for flag in ("--load",):
-        if flag in argv:
-            argv.remove(flag)
-    argv.insert(len(argv) - 1, "--output")
-    argv.insert(len(argv) - 1, f"type=local,dest={out}")
-    rc, _ = engine.run_streaming(argv, {**env, **buildcmd.build_command(stats_job, stats_settings).env},
-                                 workdir / "stats.log", echo=False, redact=redact)
+# Where an image built by ghbuild's Dockerfile contract keeps its per-stage stats: the final image
+# copies them to STATS_DIR; a compile stage built as the target has them in STAGE_STATS_DIR.
+STATS_DIR = "/usr/share/ghbuild/build-stats"
+STAGE_STATS_DIR = "/ghbuild/stats"
+
+
+def _read_stats(env: Mapping[str, str], image_id: str) -> dict[str, dict]:
+    """The per-stage stats JSON files inside the built image (no container is started)."""
+    import io
+    import tarfile
+
+    import docker
+
+    sdk = engine.docker_sdk(env)
+    container = sdk.containers.create(image_id, command=["/nonexistent"], entrypoint=[])
     files: dict[str, dict] = {}
-    if rc != 0 or not out.is_dir():
-        return files
-    for path in sorted(out.glob("*.json")):
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        files[str(data.get("stage") or path.stem)] = data
+    try:
+        for folder in (STATS_DIR, STAGE_STATS_DIR):
+            try:
+                stream, _ = container.get_archive(folder)
+            except docker.errors.NotFound:
+                continue
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                for member in tar.getmembers():
+                    if not (member.isfile() and member.name.endswith(".json")):
+                        continue
+                    try:
+                        data = json.loads(tar.extractfile(member).read().decode("utf-8"))
+                    except (ValueError, UnicodeDecodeError, AttributeError):
+                        continue
+                    files[str(data.get("stage") or Path(member.name).stem)] = data
+            if files:
+                break
+    finally:
+        container.remove(force=True)
     return files
 
 

@@ -1,0 +1,225 @@
+"""The pure parts of the build path: command assembly, log reading, stage reading, layer attribution,
+budgets and the sccache summary. The engine-backed behaviour is in tests/engine/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ghbuild import audit, buildcmd, buildlog, dockerfile
+from ghbuild.build import summarize_sccache
+from ghbuild.context import Overrides, from_environment
+from ghbuild.planner import plan
+from ghbuild.sccache import SccacheDecision
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+SHA = "a" * 40
+
+
+def _options(tmp_path, extra=""):
+    from ghbuild import config
+
+    (tmp_path / "ghbuild.toml").write_text(f"""
+[trust]
+canonical-repository = "org/proj"
+[registries]
+cache = "ghcr.io/org/cache"
+staging = "ghcr.io/org/ci-{{image}}"
+[images.cpu]
+dockerfile = "docker/Dockerfile.cpu"
+target = "runtime"
+build-args = {{ PYTHON_VERSION = "3.12" }}
+platforms = ["linux/amd64", "linux/arm64"]
+{extra}""")
+    return config.load(str(tmp_path / "ghbuild.toml"), env={}, cwd=tmp_path)
+
+
+def _job(tmp_path, **ctx):
+    overrides = Overrides(**{"event": "push", "repository": "org/proj", "ref": "main", "sha": SHA,
+                             "default_branch": "main", **ctx})
+    context = from_environment({}, overrides, tmp_path)
+    return plan(context, _options(tmp_path)).job("cpu", "amd64")
+
+
+def _settings(backend, **kw):
+    return buildcmd.BuildSettings(backend=backend, docker="/usr/bin/docker", project_dir=Path("/p"),
+                                  network="host", **kw)
+
+
+# --------------------------------------------------------------------------- command assembly
+
+def test_engine_command_keeps_what_the_engine_can_do_and_names_what_it_cannot(tmp_path):
+    job = _job(tmp_path)
+    secret = buildcmd.Secret("sccache_aws", Path("/tmp/x/sccache_aws"))
+    cmd = buildcmd.build_command(job, _settings("engine", push=True, secrets=(secret,),
+                                                extra_build_args={"GHBUILD_SCCACHE_MODE": "read-write"}))
+    argv = list(cmd.argv)
+    assert argv[:2] == ["/usr/bin/docker", "build"] and cmd.env == {"DOCKER_BUILDKIT": "1"}
+    assert argv[argv.index("--platform") + 1] == "linux/amd64"
+    assert argv[argv.index("--target") + 1] == "runtime"
+    assert argv[argv.index("--file") + 1] == "/p/docker/Dockerfile.cpu" and argv[-1] == "/p"
+    assert "--network" in argv and argv[argv.index("--network") + 1] == "host" and "--allow" not in argv
+    assert "--secret" in argv and argv[argv.index("--secret") + 1] == "id=sccache_aws,src=/tmp/x/sccache_aws"
+    assert "PYTHON_VERSION=3.12" in argv and "GHBUILD_SCCACHE_MODE=read-write" in argv
+    assert "BUILDKIT_INLINE_CACHE=1" in argv
+    # registry cache-from is read as an inline cache image; gha is not possible without buildx
+    assert argv[argv.index("--cache-from") + 1] == "ghcr.io/org/cache:main-cpu-x86_64"
+    assert "--cache-to" not in argv
+    assert any(line.startswith("cache-from type=gha") and line.endswith("skipped: needs buildx") for line in cmd.skipped)
+    assert any(line.startswith("cache-to type=gha") and line.endswith("skipped: needs buildx") for line in cmd.skipped)
+    assert any("degraded: written as inline cache" in line for line in cmd.skipped)
+    assert cmd.push_tags == (f"ghcr.io/org/ci-cpu:{SHA}-x86_64",)
+    assert cmd.cache_push_refs == ("ghcr.io/org/cache:main-cpu-x86_64",)
+
+
+def test_engine_without_push_does_not_pretend_to_write_the_registry_cache(tmp_path):
+    cmd = buildcmd.build_command(_job(tmp_path), _settings("engine", push=False))
+    assert cmd.push_tags == () and cmd.cache_push_refs == ()
+    assert any("cache-to type=registry" in line and "skipped: nothing is pushed" in line for line in cmd.skipped)
+
+
+def test_buildx_command_applies_every_cache_and_pushes(tmp_path):
+    env = {"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_RESULTS_URL": "https://results/"}
+    cmd = buildcmd.build_command(_job(tmp_path), _settings("buildx", push=True, builder="ghbuild", env=env,
+                                                           metadata_file=Path("/tmp/m.json")))
+    argv = list(cmd.argv)
+    assert argv[:4] == ["/usr/bin/docker", "buildx", "build", "--builder"] and cmd.env == {}
+    assert argv[argv.index("--allow") + 1] == "network.host"
+    froms = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-from"]
+    tos = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-to"]
+    assert froms == ["type=gha,scope=main-cpu-x86_64", "type=registry,ref=ghcr.io/org/cache:main-cpu-x86_64"]
+    assert tos[0] == "type=gha,scope=main-cpu-x86_64,mode=max,ignore-error=true"
+    assert tos[1].startswith("type=registry,ref=ghcr.io/org/cache:main-cpu-x86_64,mode=max,ignore-error=true")
+    assert "--provenance=false" in argv and argv[argv.index("--metadata-file") + 1] == "/tmp/m.json"
+    assert argv[argv.index("--output") + 1] == "type=image,push=true" and "--load" in argv
+    assert cmd.skipped == ()
+
+
+def test_buildx_names_a_gha_cache_it_would_silently_drop(tmp_path):
+    """SPEC 7: buildx drops type=gha silently without the runtime variables; ghbuild must say so."""
+    cmd = buildcmd.build_command(_job(tmp_path), _settings("buildx", push=True, env={"ACTIONS_RUNTIME_TOKEN": "t"}))
+    argv = list(cmd.argv)
+    assert not any(a.startswith("type=gha") for a in argv)
+    assert len([line for line in cmd.skipped if "ACTIONS_RESULTS_URL" in line]) == 2
+
+
+def test_fork_pull_request_command_writes_no_cache_and_pushes_nothing(tmp_path):
+    job = _job(tmp_path, event="pull_request", pr=7, base="main", head_repo="someone/proj", head_ref="x", ref=None)
+    cmd = buildcmd.build_command(job, _settings("buildx", push=job.push, env={"ACTIONS_RUNTIME_TOKEN": "t",
+                                                                              "ACTIONS_RESULTS_URL": "u"}))
+    argv = list(cmd.argv)
+    tos = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-to"]
+    assert job.push is False and "--output" not in argv
+    assert tos == [f"type=gha,scope={job.cache_to[0].split('scope=')[1]}"] and "main-cpu" not in tos[0]
+
+
+def test_display_quotes_arguments(tmp_path):
+    cmd = buildcmd.build_command(_job(tmp_path), _settings("engine", extra_build_args={"X": "a b"}))
+    assert "'X=a b'" in cmd.display() and cmd.display().startswith("DOCKER_BUILDKIT=1 /usr/bin/docker build")
+
+
+# --------------------------------------------------------------------------- reading Dockerfiles and logs
+
+def test_dockerfile_stages_of_the_example():
+    stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
+    names = [s.name for s in stages]
+    assert names == ["os-base", "sccache", "toolchain", "cpp", "rust", "wheel", "ghbuild-stats", "runtime"]
+    assert [s.label for s in dockerfile.chain("runtime", stages)] == ["os-base", "runtime"]
+    assert [s.label for s in dockerfile.chain("cpp", stages)] == ["os-base", "sccache", "toolchain", "cpp"]
+    assert dockerfile.chain("nope", stages) == []
+    by_name = {s.name: s for s in stages}
+    assert by_name["os-base"].history_entries == 2      # RUN, RUN (ARG and FROM add no history)
+    assert by_name["runtime"].history_entries == 6      # COPY, COPY, RUN, COPY (stats), ENV, CMD
+
+
+def test_dockerfile_continuations_and_comments(tmp_path):
+    path = tmp_path / "Dockerfile"
+    path.write_text("ARG B=x\nFROM --platform=$BUILDPLATFORM ${B} AS One\n# c\nRUN a \\\n  b\nENV X=1\n"
+                    "FROM one\nCOPY . /\n")
+    stages = dockerfile.stages(path)
+    assert [(s.label, s.base, s.history_entries) for s in stages] == [("one", "${B}", 2), ("stage-1", "one", 1)]
+    assert [s.label for s in dockerfile.chain(None, stages)] == ["one", "stage-1"]
+
+
+def test_build_log_stage_timings_from_a_real_buildkit_log():
+    timings = buildlog.stage_timings((FIXTURES / "buildkit" / "cold-build.log").read_text())
+    assert {"os-base", "sccache", "toolchain", "cpp", "rust", "wheel", "runtime"} <= set(timings)
+    assert "internal" not in timings
+    assert timings["cpp"].steps == 2 and timings["cpp"].cached == 1 and timings["cpp"].seconds > 10
+    assert timings["toolchain"].fully_cached and timings["toolchain"].seconds == 0
+    assert not timings["wheel"].fully_cached and timings["wheel"].seconds > 0
+
+
+def test_build_log_counts_cached_steps():
+    log = "#5 [cpp 1/2] WORKDIR /src\n#5 CACHED\n#6 [linux/arm64 cpp 2/2] RUN make\n#6 DONE 12.5s\n"
+    timing = buildlog.stage_timings(log)["cpp"]
+    assert (timing.steps, timing.cached, timing.seconds) == (2, 1, 12.5) and not timing.fully_cached
+
+
+# --------------------------------------------------------------------------- layers and budgets
+
+def test_layers_are_attributed_to_the_stages_of_the_chain():
+    stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
+    chain = dockerfile.chain("runtime", stages)
+    history = ([{"CreatedBy": "ADD rootfs.tar /", "Size": 100}] + [{"CreatedBy": f"os {i}", "Size": 10} for i in range(2)]
+               + [{"CreatedBy": f"rt {i}", "Size": 1} for i in range(6)])
+    layers, exact = audit.attribute(history, chain)
+    assert exact
+    assert audit.stage_sizes(layers) == {"base image": 100, "os-base": 20, "runtime": 6}
+
+
+def test_attribution_that_does_not_fit_says_so():
+    stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
+    layers, exact = audit.attribute([{"CreatedBy": "x", "Size": 3}], dockerfile.chain("runtime", stages))
+    assert not exact and audit.stage_sizes(layers) == {"runtime": 3}
+
+
+def test_budgets_name_what_is_over():
+    failures = audit.check_budgets("cpu", 2_000_000_000, {"runtime": 300_000_000, "cpp": 1}, 1_500_000_000,
+                                   {"runtime": 200_000_000, "cpp": 10, "absent": 1})
+    assert failures == ["image cpu is 2.00 GB, over its size-budget of 1.50 GB",
+                        "stage runtime of image cpu adds 300.00 MB, over its budget of 200.00 MB"]
+    assert audit.check_budgets("cpu", 1, {}, None, {}) == []
+
+
+# --------------------------------------------------------------------------- sccache summary
+
+def _stats(hits: dict, misses: dict, **extra):
+    return {"stats": {"cache_hits": {"counts": hits}, "cache_misses": {"counts": misses},
+                      "compile_requests": sum(hits.values()) + sum(misses.values()), **extra},
+            "cache_location": "s3"}
+
+
+def test_sccache_summary_counts_rebuilt_stages_and_flags_layer_cached_ones():
+    decision = SccacheDecision("read-write", "ok", {})
+    files = {
+        "cpp": {"stage": "cpp", "mode": "read-write", "requested_mode": "read-write", "fallbacks": "",
+                "started": 1000, "finished": 1010, "sccache": _stats({"C/C++": 40}, {})},
+        "rust": {"stage": "rust", "mode": "local", "requested_mode": "read-write", "fallbacks": "read-write,anonymous",
+                 "started": 900, "finished": 910, "sccache": _stats({}, {"Rust": 1}, cache_write_errors=0,
+                                                                      not_cached={"crate-type": 1})},
+    }
+    summary = summarize_sccache(decision, files, build_started=995)
+    assert (summary["hits"], summary["misses"], summary["hit_rate"]) == (40, 0, 1.0)   # rust: old layer
+    assert summary["stages"]["rust"]["from_layer_cache"] is True
+    assert summary["stages"]["rust"]["fallbacks"] == ["read-write", "anonymous"]
+    assert summary["stages"]["rust"]["not_cached_reasons"] == {"crate-type": 1}
+    assert summary["stages"]["cpp"]["hits_by_language"] == {"C/C++": 40}
+    json.dumps(summary)  # the report is JSON
+
+
+def test_sccache_summary_without_stats_is_empty_not_an_error():
+    summary = summarize_sccache(SccacheDecision("off", "disabled", {}), {}, 0)
+    assert summary == {"mode": "off", "reason": "disabled", "hits": 0, "misses": 0, "hit_rate": None, "stages": {}}
+
+
+@pytest.mark.parametrize("value", ["https://u:p@host", "http://h/?x", "http://h/#f", "ftp://h", "http://h\n"])
+def test_bad_endpoints_are_refused_without_the_value(value):
+    from ghbuild.sccache import check_endpoint
+
+    with pytest.raises(ValueError) as info:
+        check_endpoint(value)
+    assert value.strip() not in str(info.value) and "p@" not in str(info.value)
