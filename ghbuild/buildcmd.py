@@ -105,13 +105,19 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
     push_tags: list[str] = []
     cache_push: list[str] = []
 
+    def gha_unusable(kind: str | None) -> str | None:
+        if kind != "gha":
+            return None
+        if not buildx:
+            return "needs buildx"
+        if not gha_ready:
+            return (f"{' and '.join(GHA_CACHE_ENV)} are not in the environment (buildx would drop it silently; "
+                    "run the build through the ghbuild action)")
+        return None
+
     for spec in job.cache_from:
-        kind = _kv(spec).get("type")
-        if kind == "gha" and not buildx:
-            skipped.append(f"cache-from {spec}: skipped: needs buildx")
-        elif kind == "gha" and not gha_ready:
-            skipped.append(f"cache-from {spec}: skipped: {' and '.join(GHA_CACHE_ENV)} are not in the environment "
-                           "(buildx would drop it silently; run the build through the ghbuild action)")
+        if reason := gha_unusable(_kv(spec).get("type")):
+            skipped.append(f"cache-from {spec}: skipped: {reason}")
         elif buildx:
             argv += ["--cache-from", spec]
         else:
@@ -120,11 +126,8 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
     for spec in job.cache_to:
         fields = _kv(spec)
         kind = fields.get("type")
-        if kind == "gha" and not buildx:
-            skipped.append(f"cache-to {spec}: skipped: needs buildx")
-        elif kind == "gha" and not gha_ready:
-            skipped.append(f"cache-to {spec}: skipped: {' and '.join(GHA_CACHE_ENV)} are not in the environment "
-                           "(buildx would drop it silently; run the build through the ghbuild action)")
+        if reason := gha_unusable(kind):
+            skipped.append(f"cache-to {spec}: skipped: {reason}")
         elif buildx:
             argv += ["--cache-to", spec]
         elif kind == "registry" and settings.push:
