@@ -69,6 +69,33 @@ _ghbuild_configure() {
     esac
 }
 
+# $1 if that loopback TCP port is free, else one the kernel picks. Builds may share the host's network
+# (--network host), so a fixed port could belong to another build's sccache server, and using that
+# server would compile into the other build's container.
+_ghbuild_free_port() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 - "$1" <<'PY'
+import socket, sys
+for port in (int(sys.argv[1]), 0):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(s.getsockname()[1])
+        break
+PY
+    else
+        echo "$1"
+    fi
+}
+
+# The line of sccache's error output that says what went wrong (not a backtrace frame).
+_ghbuild_cause() {
+    printf '%s\n' "$1" | grep -v -E '^[[:space:]]*([0-9]+:|at )' | grep -i -E 'error|refused|denied|failed|timed out|invalid|not found' \
+        | tail -n 1 | cut -c1-200
+}
+
 _ghbuild_next_mode() {
     case "$1" in
         read-write|read-only) echo anonymous ;;
@@ -79,7 +106,8 @@ _ghbuild_next_mode() {
 
 ghbuild_sccache_start() {
     GHBUILD_STAGE="$1"
-    export SCCACHE_SERVER_PORT="$2" SCCACHE_IDLE_TIMEOUT=0 CARGO_INCREMENTAL=0
+    SCCACHE_SERVER_PORT=$(_ghbuild_free_port "$2")
+    export SCCACHE_SERVER_PORT SCCACHE_IDLE_TIMEOUT=0 CARGO_INCREMENTAL=0
     GHBUILD_STAGE_STARTED=$(date +%s)
     GHBUILD_SCCACHE_REQUESTED="${GHBUILD_SCCACHE_MODE:-off}"
     GHBUILD_SCCACHE_FALLBACKS=""
@@ -92,12 +120,14 @@ ghbuild_sccache_start() {
     fi
     while [ "$_mode" != off ]; do
         if _ghbuild_configure "$_mode"; then
-            sccache --stop-server >/dev/null 2>&1 || true
             if _err=$(sccache --start-server 2>&1); then
                 GHBUILD_LAUNCHER=sccache
                 break
             fi
-            _why=$(printf '%s' "$_err" | tail -n 1 | cut -c1-200)
+            _why=$(_ghbuild_cause "$_err")
+            [ -n "$_why" ] || _why=$(printf '%s\n' "$_err" | head -n 1 | cut -c1-200)
+            # A server that half-started on our port must not serve the next mode.
+            sccache --stop-server >/dev/null 2>&1 || true
         else
             _why="not possible here (no bucket or no credentials)"
         fi

@@ -344,9 +344,11 @@ def _audit(report: BuildReport, client, job: Job, settings, stages, image_opts, 
         report.warnings.append("layer audit: history does not match the Dockerfile's stages; "
                                "layers are attributed to the target stage")
     sizes = audit.stage_sizes(layers)
-    # Stages with a budget that are not in the final image's chain (compile stages): audit their own image.
+    # Stages with a budget that are not in the final image's chain (compile stages): audit their own image,
+    # but only those this build built anyway (their image is then a cache hit, never new work).
+    built = dockerfile.dependencies(job.target, stages)
     for stage_name in image_opts.stage_budgets:
-        if stage_name in sizes or not any(s.name == stage_name for s in stages):
+        if stage_name in sizes or stage_name not in built:
             continue
         sub_job = replace(job, target=stage_name, tags=(), cache_to=(), push=False)
         iid_file = workdir / f"iid-{stage_name}"
@@ -361,7 +363,10 @@ def _audit(report: BuildReport, client, job: Job, settings, stages, image_opts, 
     report.layers = [{"stage": layer.stage, "size": layer.size, "created_by": layer.created_by} for layer in layers]
     for name, size in sizes.items():
         report.stages.setdefault(name, {})["size"] = size
-    report.budget_failures = audit.check_budgets(job.image, report.size, sizes, image_opts.size_budget,
+    # The size budget is the shipped image's: it applies to the configured target, not to a --target stage.
+    shipped = (job.target or None) == (image_opts.target or None)
+    report.budget_failures = audit.check_budgets(job.image, report.size, sizes,
+                                                 image_opts.size_budget if shipped else None,
                                                  dict(image_opts.stage_budgets))
 
 

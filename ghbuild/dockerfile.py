@@ -9,8 +9,10 @@ from pathlib import Path
 _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<base>\S+)(?:\s+AS\s+(?P<name>\S+))?\s*$", re.I)
 
 
-# Instructions that add no entry to the image history (everything else adds one, empty or not).
-_NO_HISTORY = {"from", "arg", "onbuild"}
+# Instructions that add no entry to the image history. Everything else adds one, empty or not;
+# BuildKit records a stage's ARG too (an empty `ARG NAME=value` entry).
+_NO_HISTORY = {"from", "onbuild"}
+_FROM_REF_RE = re.compile(r"(?:--from=|--mount=\S*?(?<=[=,])from=)([^\s,]+)")
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,7 @@ class Stage:
     name: str | None
     base: str          # a previous stage's name, or an image reference (ARGs not expanded)
     history_entries: int = 0   # how many image-history entries the stage's own instructions add
+    uses: tuple[str, ...] = ()  # stages or images named by COPY --from= / RUN --mount=...,from=
 
     @property
     def label(self) -> str:
@@ -51,7 +54,8 @@ def stages(path: Path) -> list[Stage]:
         word = line.split(None, 1)[0].lower() if line.strip() else ""
         if result and word and word not in _NO_HISTORY:
             last = result[-1]
-            result[-1] = Stage(last.index, last.name, last.base, last.history_entries + 1)
+            uses = tuple(dict.fromkeys(last.uses + tuple(r.lower() for r in _FROM_REF_RE.findall(line))))
+            result[-1] = Stage(last.index, last.name, last.base, last.history_entries + 1, uses)
     return result
 
 
@@ -75,3 +79,24 @@ def chain(target: str | None, all_stages: list[Stage]) -> list[Stage]:
         out.append(up)
         current = up
     return list(reversed(out))
+
+
+def dependencies(target: str | None, all_stages: list[Stage]) -> set[str]:
+    """Labels of every stage that building the target builds (FROM chains and --from uses)."""
+    by_name = {s.name: s for s in all_stages if s.name}
+    by_index = {str(s.index): s for s in all_stages}
+    todo = [s for s in chain(target, all_stages)[-1:]]
+    seen: set[str] = set()
+    while todo:
+        stage = todo.pop()
+        if stage.label in seen:
+            continue
+        seen.add(stage.label)
+        up = parent(stage, all_stages)
+        if up is not None:
+            todo.append(up)
+        for ref in stage.uses:
+            other = by_name.get(ref) or by_index.get(ref)
+            if other is not None and other.index < stage.index:
+                todo.append(other)
+    return seen

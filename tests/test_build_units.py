@@ -144,6 +144,17 @@ def test_dockerfile_continuations_and_comments(tmp_path):
     assert [s.label for s in dockerfile.chain(None, stages)] == ["one", "stage-1"]
 
 
+def test_stage_args_count_as_history_and_dependencies_follow_from_uses():
+    stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
+    by_name = {s.name: s for s in stages}
+    # BuildKit records a stage's ARG as an (empty) history entry: sccache has 3 ARGs, a RUN and a COPY.
+    assert by_name["sccache"].history_entries == 5
+    assert dockerfile.dependencies("runtime", stages) == {"os-base", "sccache", "toolchain", "cpp", "rust", "wheel",
+                                                          "ghbuild-stats", "runtime"}
+    assert dockerfile.dependencies("sccache", stages) == {"os-base", "sccache"}
+    assert dockerfile.dependencies("cpp", stages) == {"os-base", "sccache", "toolchain", "cpp"}
+
+
 def test_build_log_stage_timings_from_a_real_buildkit_log():
     timings = buildlog.stage_timings((FIXTURES / "buildkit" / "cold-build.log").read_text())
     assert {"os-base", "sccache", "toolchain", "cpp", "rust", "wheel", "runtime"} <= set(timings)
