@@ -83,7 +83,8 @@ def main() -> int:
     ratio = c_cold / c_warm if c_warm else float("inf")
     rate = sc["hit_rate"] or 0.0
     print(f"compile stages: {ratio:.1f}x faster after prune; whole build {cold_wall / warm_wall:.1f}x")
-    print(f"hit rate after prune: {rate * 100:.1f} % ({', '.join(f'{k}: {v['hits']}/{v['hits'] + v['misses']}' for k, v in sc['stages'].items())})")
+    per_stage = ", ".join(f"{k}: {v['hits']}/{v['hits'] + v['misses']}" for k, v in sc["stages"].items())
+    print(f"hit rate after prune: {rate * 100:.1f} % ({per_stage})")
     ok = rate >= 0.95 and ratio >= 5
     print(f"goal (>= 95 % hits, compile stages >= 5x faster): {'met' if ok else 'NOT met'}")
     return 0 if ok else 1

@@ -1,0 +1,308 @@
+"""sccache degraded modes (SPEC 4): S3 trouble never fails a build; it says which mode it fell back to
+and why. A bad endpoint is refused before anything runs, without printing it.
+
+Builds here build the configured target (runtime) without pushing. `--target cpp` would be smaller
+but cannot succeed: the example's 400 MB image size-budget is applied to the cpp stage image (1 GB
+with its toolchain), exit 11 (see test_20_secrets.py), and the layer audit builds the budgeted
+`runtime` stage anyway. In local mode the compile stages have no S3 build args, so the local-mode
+builds after the first one are layer-cached.
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .enginelib import free_port
+
+pytestmark = pytest.mark.engine
+
+HELPER = "/usr/local/lib/ghbuild/sccache.sh"
+
+
+def assert_degraded(run, mode: str, cause: str):
+    """Success, the expected mode everywhere, and the documented warning naming the cause."""
+    assert run.rc == 0, run.tail(60)
+    report = run.report
+    sc = report["sccache"]
+    assert sc["mode"] == mode, sc
+    assert cause in sc["reason"], sc["reason"]
+    assert f"sccache {mode}: {sc['reason']}" in report["warnings"], report["warnings"]
+    assert f"ghbuild warning: sccache {mode}: {sc['reason']}" in run.stderr
+    assert set(sc["stages"]) == {"cpp", "rust"}, sc["stages"].keys()
+    for name, stage in sc["stages"].items():
+        assert stage["mode"] == mode, (name, stage)
+        assert stage["requested_mode"] == mode, (name, stage)
+    return report
+
+
+def assert_no_remote_args(command: str):
+    for arg in ("SCCACHE_ENDPOINT", "SCCACHE_BUCKET", "SCCACHE_S3_KEY_PREFIX", "--secret"):
+        assert arg not in command, f"{arg} in a local-mode build command"
+    assert "GHBUILD_SCCACHE_MODE=local" in command
+
+
+# --------------------------------------------------------------------------- S3 with real authentication
+
+@pytest.fixture(scope="module")
+def auth_s3(session):
+    """Our own moto S3 on a free loopback port WITH request authentication (the shared one accepts any
+    key pair, so it cannot tell wrong credentials): bucket, IAM user and its key, S3 policy."""
+    moto = Path(session.base_env.get("SCCACHE_PATH", "")).with_name("moto_server")
+    if not moto.exists():
+        moto = Path(sys.executable).with_name("moto_server")
+    port = free_port()
+    env = {k: v for k, v in session.base_env.items() if not k.startswith(("AWS_", "MOTO_"))}
+    env["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"      # the four set-up calls below; authenticated after
+    log = open(session.workdir / "moto-auth.log", "w")
+    proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "moto_server did not start"
+                time.sleep(0.2)
+        import boto3
+
+        bootstrap = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="bootstrap",
+                         aws_secret_access_key="bootstrap")
+        bucket = session.base_env["GHBUILD_SCCACHE_BUCKET"]
+        boto3.client("s3", **bootstrap).create_bucket(Bucket=bucket)
+        iam = boto3.client("iam", **bootstrap)
+        iam.create_user(UserName="ghbuild")
+        key = iam.create_access_key(UserName="ghbuild")["AccessKey"]
+        iam.put_user_policy(UserName="ghbuild", PolicyName="s3", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        # Control: the right key works, so a refusal below is about the key, not the server.
+        good = session.s3(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
+        good.head_bucket(Bucket=bucket)
+        wrong = f"wrong-{uuid.uuid4().hex}"
+        from botocore.exceptions import ClientError
+
+        with pytest.raises(ClientError):
+            session.s3(endpoint, key["AccessKeyId"], wrong).head_bucket(Bucket=bucket)
+        yield endpoint, key["AccessKeyId"], wrong
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+# --------------------------------------------------------------------------- ghbuild decides before the build
+
+def test_s3_down_builds_with_the_local_cache(session, first_build):
+    """Endpoint on a closed loopback port: local disk cache, and the build succeeds."""
+    port = free_port()
+    run = session.cold_build("s3-down", "--json",
+                             env=session.env(GHBUILD_SCCACHE_ENDPOINT=f"http://127.0.0.1:{port}"))
+    report = assert_degraded(run, "local", "not reachable (EndpointConnectionError)")
+    assert_no_remote_args(report["command"])
+    assert report["image_id"]
+
+
+def test_wrong_credentials_build_with_the_local_cache(session, auth_s3, first_build):
+    endpoint, key_id, wrong = auth_s3
+    env = session.env(GHBUILD_SCCACHE_ENDPOINT=endpoint, AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=wrong,
+                      AWS_SESSION_TOKEN=None)
+    run = session.cold_build("wrong-creds", "--json", env=env)
+    report = assert_degraded(run, "local", "403")
+    assert_no_remote_args(report["command"])
+    assert wrong not in run.stdout and wrong not in run.stderr
+
+
+def test_empty_endpoint_is_not_passed_to_the_build(session, first_build):
+    """GHBUILD_SCCACHE_ENDPOINT="" means AWS's own endpoint. To stay on loopback, the AWS SDK's
+    standard AWS_ENDPOINT_URL_S3 points "AWS" at a closed local port: S3 is unreachable."""
+    env = session.env(GHBUILD_SCCACHE_ENDPOINT="", AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{free_port()}")
+    run = session.cold_build("empty-endpoint", "--json", env=env)
+    report = assert_degraded(run, "local", "not reachable")
+    assert "SCCACHE_ENDPOINT" not in report["command"]
+    assert_no_remote_args(report["command"])
+
+
+@pytest.mark.parametrize("endpoint, hidden", [
+    ("http://user:pass@127.0.0.1:5002", ("user:pass", "pass@", "@127.0.0.1")),
+    ("http://ghbuild:S3cr3t-Pa55w0rd@127.0.0.1:5002", ("S3cr3t-Pa55w0rd", "ghbuild:S3")),
+    ("http://127.0.0.1:5002/?X-Amz-Credential=leak-me", ("leak-me", "X-Amz")),
+    ("http://127.0.0.1:5002/#leak-me", ("leak-me",)),
+    ("http://127.0.0.1:5002/\nleak-me", ("leak-me",)),
+], ids=["user-info", "user-info-2", "query", "fragment", "newline"])
+@pytest.mark.parametrize("actions", [False, True], ids=["terminal", "actions"])
+def test_bad_endpoint_is_refused_without_printing_it(session, endpoint, hidden, actions):
+    extra = {"GITHUB_ACTIONS": "true"} if actions else {}
+    run = session.ghbuild("bad-endpoint", "--push", "--json", timeout=120,
+                          env=session.env(GHBUILD_SCCACHE_ENDPOINT=endpoint, **extra))
+    assert run.rc == 3, run.stderr
+    assert run.stdout == ""
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    plain = [line for line in lines if not line.startswith("::")]
+    assert len(plain) == 1, lines
+    assert plain[0].startswith("ghbuild: config error: GHBUILD_SCCACHE_ENDPOINT"), plain[0]
+    assert "value not shown" in plain[0]
+    if actions:
+        assert len(lines) == 2 and lines[0].startswith("::error "), lines
+    for text in hidden:
+        assert text not in run.stderr, f"{text!r} printed"
+    assert "#1 [internal]" not in run.stderr
+
+
+# --------------------------------------------------------------------------- S3 fails after the preflight
+
+class _ProbeThenDown(http.server.ThreadingHTTPServer):
+    """An HTTP proxy to the real S3 that serves ghbuild's preflight (HEAD bucket, PUT and DELETE of the
+    write probe), then stops listening: S3 "goes down" between the preflight and the build."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream.removeprefix("http://")
+        self.down = threading.Event()
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+
+
+class _ProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _forward(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        upstream = http.client.HTTPConnection(self.server.upstream, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "expect")}
+        upstream.request(self.command, self.path, body=body, headers=headers)
+        resp = upstream.getresponse()
+        data = resp.read()
+        self.send_response(resp.status)
+        for key, value in resp.getheaders():
+            if key.lower() not in ("connection", "transfer-encoding", "content-length"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        upstream.close()
+        if self.command == "DELETE" and self.path.split("?")[0].endswith(".ghbuild-write-probe"):
+            self.server.down.set()
+
+    do_GET = do_HEAD = do_PUT = do_DELETE = do_POST = _forward
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def s3_that_dies_after_the_preflight(session):
+    server = _ProbeThenDown(session.base_env["GHBUILD_SCCACHE_ENDPOINT"])
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+
+    def stopper():
+        server.down.wait(timeout=600)
+        server.shutdown()
+        server.server_close()        # the port is closed from now on
+
+    threading.Thread(target=stopper, daemon=True).start()
+    yield f"http://127.0.0.1:{port}", server
+    server.down.set()
+
+
+def test_s3_down_at_build_time_falls_back_inside_the_build(session, first_build, s3_that_dies_after_the_preflight):
+    """The preflight passes (read-write), then S3 is gone: the compile stages must not fail on sccache;
+    the helper steps down (read-write -> anonymous -> local) and the report says so per stage."""
+    endpoint, server = s3_that_dies_after_the_preflight
+    run = session.cold_build("s3-dies", "--json",
+                             env=session.env(GHBUILD_SCCACHE_ENDPOINT=endpoint))
+    assert server.down.is_set(), "the preflight never deleted its write probe"
+    assert run.rc == 0, run.tail(60)
+    report = run.report
+    assert report["sccache"]["mode"] == "read-write"          # what the preflight saw
+    assert "--secret id=sccache_aws" in report["command"]
+    cpp = report["sccache"]["stages"]["cpp"]
+    assert cpp["from_layer_cache"] is False, "the compile stage did not run"
+    assert (cpp["requested_mode"], cpp["mode"], cpp["fallbacks"]) == ("read-write", "local",
+                                                                       ["read-write", "anonymous"]), cpp
+    for stage in ("cpp", "rust"):
+        assert f"sccache in stage {stage}: fell back from read-write, anonymous to local" in report["warnings"]
+        assert f"ghbuild-sccache: {stage}: mode read-write failed:" in run.stderr
+        assert f"ghbuild-sccache: {stage}: mode local (requested read-write)" in run.stderr
+    assert report["sccache"]["stages"]["rust"]["mode"] == "local"
+
+
+# --------------------------------------------------------------------------- the helper itself
+
+def _helper(session, image: str, script: str, *docker_args: str, network: str = "none"):
+    return session.docker_run("run", "--rm", "--network", network, *docker_args, image, "sh", "-c",
+                              f". {HELPER}; {script}", timeout=120)
+
+
+@pytest.fixture(scope="module")
+def unreachable_s3_start(session, sccache_stage_image):
+    """The helper, requested read-write with credentials, when S3 refuses connections at start."""
+    secret_file = session.workdir / "helper-secret"
+    secret_file.write_text(f"AWS_ACCESS_KEY_ID=x\nAWS_SECRET_ACCESS_KEY={session.secret}\n")
+    secret_file.chmod(0o644)
+    proc = _helper(session, sccache_stage_image,
+                   "ghbuild_sccache_start t 4230; echo \"LAUNCHER=$GHBUILD_LAUNCHER\"; "
+                   "ghbuild_sccache_finish t; cat /ghbuild/stats/t.json",
+                   "-v", f"{secret_file}:/run/secrets/sccache_aws:ro",
+                   "-e", "GHBUILD_SCCACHE_MODE=read-write", "-e", "SCCACHE_BUCKET=ghbuild-sccache",
+                   "-e", "SCCACHE_REGION=us-east-1", "-e", "SCCACHE_S3_USE_SSL=false",
+                   "-e", f"SCCACHE_ENDPOINT=http://127.0.0.1:{free_port()}", "-e", "SCCACHE_S3_KEY_PREFIX=x")
+    secret_file.unlink()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_helper_steps_down_to_local_when_s3_fails_at_start(unreachable_s3_start, session):
+    proc = unreachable_s3_start
+    assert "LAUNCHER=sccache" in proc.stdout
+    stats = json.loads(proc.stdout.splitlines()[-1])
+    assert (stats["requested_mode"], stats["mode"], stats["fallbacks"]) == ("read-write", "local",
+                                                                           "read-write,anonymous")
+    assert "Local disk" in stats["sccache"]["cache_location"]
+    assert "t: mode read-write failed:" in proc.stderr and "falling back to anonymous" in proc.stderr
+    assert "t: mode anonymous failed:" in proc.stderr and "falling back to local" in proc.stderr
+    assert session.secret not in proc.stdout + proc.stderr
+
+
+def test_helper_fallback_message_names_the_cause(unreachable_s3_start):
+    failed = [line for line in unreachable_s3_start.stderr.splitlines() if "failed:" in line]
+    assert len(failed) == 2, unreachable_s3_start.stderr
+    for line in failed:
+        assert "<unknown>" not in line, line
+        assert any(word in line for word in ("storage", "Connection refused", "error")), line
+
+
+def test_helper_never_sets_an_empty_sccache_variable(session, sccache_stage_image):
+    """Empty build args stay unset (an empty SCCACHE_ENDPOINT crashed sccache at start)."""
+    proc = _helper(session, sccache_stage_image,
+                   "_ghbuild_save_args; _ghbuild_configure anonymous; "
+                   "for v in SCCACHE_BUCKET SCCACHE_REGION SCCACHE_ENDPOINT SCCACHE_S3_KEY_PREFIX SCCACHE_S3_USE_SSL; "
+                   "do eval \"s=\\${$v+set}\"; echo \"$v=${s:-unset}\"; done",
+                   "-e", "SCCACHE_BUCKET=ghbuild-sccache", "-e", "SCCACHE_ENDPOINT=", "-e", "SCCACHE_REGION=",
+                   "-e", "SCCACHE_S3_KEY_PREFIX=p", "-e", "SCCACHE_S3_USE_SSL=")
+    assert proc.returncode == 0, proc.stderr
+    seen = dict(line.split("=", 1) for line in proc.stdout.split())
+    assert seen == {"SCCACHE_BUCKET": "set", "SCCACHE_REGION": "unset", "SCCACHE_ENDPOINT": "unset",
+                    "SCCACHE_S3_KEY_PREFIX": "set", "SCCACHE_S3_USE_SSL": "unset"}, seen
