@@ -71,6 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="do not echo the build log")
     _context_flags(p)
 
+    p = sub.add_parser("publish", help="publish nightly tags and multi-arch manifests from staging")
+    pub = p.add_subparsers(dest="publish_command", metavar="KIND", parser_class=_Parser, required=True)
+    n = pub.add_parser("nightly", help="nightly-<arch> tags and the nightly / nightly-<sha> manifests")
+    n.add_argument("--config", metavar="PATH", help="config file")
+    n.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable; default: all)")
+    n.add_argument("--sha", help="commit whose staging images to publish (default: GITHUB_SHA, else git HEAD)")
+    n.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names "
+                                                              "(default: GITHUB_REPOSITORY)")
+    n.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
+    n.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
+
     sub.add_parser("schema", help="print the JSON schema of the config file")
     return parser
 
@@ -140,6 +151,39 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from ghbuild import config, publish
+    from ghbuild.context import PR_EVENTS, _git
+    from ghbuild.errors import TrustError
+
+    if os.environ.get("GITHUB_EVENT_NAME") in PR_EVENTS:
+        raise TrustError(f"publish: refused in a {os.environ['GITHUB_EVENT_NAME']} run (publishing is for "
+                         "trusted schedule, push and workflow_dispatch runs)")
+    options = config.load(args.config, os.environ, Path.cwd())
+    sha = (args.sha or os.environ.get("GITHUB_SHA") or _git(["rev-parse", "HEAD"], Path.cwd()) or "").lower()
+    if not sha:
+        raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
+    owner = (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0]
+    images = args.image or list(options.images)
+
+    def log(message: str) -> None:
+        print(f"  {message}", file=sys.stderr)
+
+    factory = publish.default_factory(os.environ, log)
+    results = []
+    for image in images:
+        plan = publish.nightly_plan(options, image, sha, owner)
+        with gha.group(f"publish nightly {image}{' (dry run)' if args.dry_run else ''}"):
+            result = publish.publish_nightly(plan, factory, dry_run=args.dry_run, log=log)
+        results.append(result)
+        print(publish.render(result), file=sys.stderr)
+        if not args.dry_run:
+            gha.set_output(f"{image}-index-digest", result.index_digest or "")
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from ghbuild import config
 
@@ -147,7 +191,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "schema": cmd_schema}
+COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "publish": cmd_publish,
+            "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
