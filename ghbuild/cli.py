@@ -82,6 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     n.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
 
+    r = pub.add_parser("release", help="v<version>, per-arch tags and latest, plus the GitHub release")
+    r.add_argument("--version", required=True, help="release version (PEP 440), e.g. 0.7.0 or 0.7.0rc1")
+    r.add_argument("--config", metavar="PATH", help="config file")
+    r.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable; default: all)")
+    r.add_argument("--sha", help="commit whose staging images to promote (default: GITHUB_SHA, else git HEAD)")
+    r.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names")
+    r.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
+    r.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
+    r.add_argument("--no-github-release", action="store_true", help="do not create the GitHub release")
+
     sub.add_parser("schema", help="print the JSON schema of the config file")
     return parser
 
@@ -159,28 +169,64 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if os.environ.get("GITHUB_EVENT_NAME") in PR_EVENTS:
         raise TrustError(f"publish: refused in a {os.environ['GITHUB_EVENT_NAME']} run (publishing is for "
                          "trusted schedule, push and workflow_dispatch runs)")
+    release = args.publish_command == "release"
+    version = publish.parse_version(args.version) if release else None   # before anything else
     options = config.load(args.config, os.environ, Path.cwd())
     sha = (args.sha or os.environ.get("GITHUB_SHA") or _git(["rev-parse", "HEAD"], Path.cwd()) or "").lower()
     if not sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
     owner = (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0]
     images = args.image or list(options.images)
+    if release and not args.dry_run and not args.no_github_release and not (
+            os.environ.get("GITHUB_TOKEN") and os.environ.get("GITHUB_REPOSITORY")):
+        raise UsageError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
+                         "(or pass --no-github-release)")
 
     def log(message: str) -> None:
         print(f"  {message}", file=sys.stderr)
 
     factory = publish.default_factory(os.environ, log)
-    results = []
+    plans = []
     for image in images:
-        plan = publish.nightly_plan(options, image, sha, owner)
-        with gha.group(f"publish nightly {image}{' (dry run)' if args.dry_run else ''}"):
-            result = publish.publish_nightly(plan, factory, dry_run=args.dry_run, log=log)
+        if release:
+            host, repo = publish.split_repository(publish.nightly_plan(options, image, sha, owner).publish)
+            plan = publish.release_plan(options, image, sha, owner, version, factory(host).list_tags(repo))
+            present = publish.present_arches(plan, factory)
+            if not present:
+                gha.annotate("warning", f"release {version}: no staging image of {image} for {sha}: skipped")
+                continue
+            if len(present) != len(plan.sources):
+                missing = [s.arch for s in plan.sources if s.arch not in present]
+                raise publish.PublishError(f"release {version}: {image} has {', '.join(present)} but not "
+                                           f"{', '.join(missing)} for {sha}: refusing a partial release")
+        else:
+            plan = publish.nightly_plan(options, image, sha, owner)
+        plans.append(plan)
+
+    results = []
+    for plan in plans:
+        with gha.group(f"publish {plan.kind} {plan.image}{' (dry run)' if args.dry_run else ''}"):
+            result = publish.execute(plan, factory, dry_run=args.dry_run, log=log)
         results.append(result)
-        print(publish.render(result), file=sys.stderr)
+        print(publish.render(result, plan.kind), file=sys.stderr)
         if not args.dry_run:
-            gha.set_output(f"{image}-index-digest", result.index_digest or "")
+            gha.set_output(f"{plan.image}-index-digest", result.index_digest or "")
+    output: dict = {"kind": args.publish_command, "sha": sha, "images": [r.to_dict() for r in results]}
+    if release and results:
+        output["version"] = str(version)
+        output["latest"] = any("latest" in p.index_tags for p in plans)
+        if args.no_github_release or args.dry_run:
+            output["github_release"] = None
+            print(f"  GitHub release v{version}: " + ("skipped (--no-github-release)" if args.no_github_release
+                                                      else "would be created"), file=sys.stderr)
+        else:
+            notes = publish.release_notes(version, sha, results)
+            url = publish.create_github_release(os.environ, version, sha, notes, version.is_prerelease,
+                                                output["latest"])
+            output["github_release"] = url
+            print(f"  GitHub release: {url}", file=sys.stderr)
     if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
+        print(json.dumps(output, indent=2))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Publishing: nightly per-arch tags and multi-arch manifests, from the per-commit staging images.
+"""Publishing: nightly and release tags and multi-arch manifests, from the per-commit staging images.
 
 Registry to registry (ghbuild.registry): only the blobs the target lacks move, nothing passes through
 a Docker engine, and a manifest list needs no blobs at all. Order matters:
@@ -53,37 +53,86 @@ class ArchSource:
 
 
 @dataclass(frozen=True)
-class NightlyPlan:
+class PublishPlan:
+    kind: str                     # "nightly" or "release"
     image: str
     sha: str
     staging: str                  # repository
     publish: str                  # repository
     sources: tuple[ArchSource, ...]
     arch_tags: dict[str, str]     # arch -> nightly-<suffix>
-    index_tags: tuple[str, ...]   # nightly-<sha>, nightly (in push order: the moving tag last)
+    index_tags: tuple[str, ...]   # in push order: the moving tag (nightly, latest) last
 
 
-def nightly_plan(options: Options, image: str, sha: str, owner: str) -> NightlyPlan:
-    """Pure: which staging tags become which published tags."""
+def _repositories(options: Options, image: str, sha: str, owner: str) -> tuple[str, str]:
     if image not in options.images:
         raise ConfigError(f"--image {image}: no such image (known: {', '.join(options.images)})")
     img = options.images[image]
     staging_t = img.staging or options.registries.staging
     publish_t = img.publish or options.registries.publish
     if not staging_t:
-        raise ConfigError(f"{options.config_path}: registries.staging: not set; nightly publishes from staging")
+        raise ConfigError(f"{options.config_path}: registries.staging: not set; publishing copies from staging")
     if not publish_t:
         raise ConfigError(f"{options.config_path}: registries.publish: not set; nowhere to publish to")
     if not (len(sha) == 40 and all(c in "0123456789abcdef" for c in sha)):
         raise PublishError(f"--sha: {sha!r} is not a 40-hex commit id")
     staging = naming.validate_repository(expand_repository(staging_t, image, owner), "registries.staging")
     publish = naming.validate_repository(expand_repository(publish_t, image, owner), "registries.publish")
+    return staging, publish
+
+
+def _sources(options: Options, image: str, sha: str) -> tuple[ArchSource, ...]:
     suffixes = options.publish.arch_suffixes
+    return tuple(ArchSource(arch, suffixes[arch], f"{sha}-{suffixes[arch]}") for arch in options.images[image].arches)
+
+
+def nightly_plan(options: Options, image: str, sha: str, owner: str) -> PublishPlan:
+    """Pure: which staging tags become which nightly tags."""
+    staging, publish = _repositories(options, image, sha, owner)
     nightly = options.publish.nightly_tag
-    sources = tuple(ArchSource(arch, suffixes[arch], f"{sha}-{suffixes[arch]}") for arch in img.arches)
-    return NightlyPlan(image=image, sha=sha, staging=staging, publish=publish, sources=sources,
+    sources = _sources(options, image, sha)
+    return PublishPlan(kind="nightly", image=image, sha=sha, staging=staging, publish=publish, sources=sources,
                        arch_tags={s.arch: f"{nightly}-{s.suffix}" for s in sources},
                        index_tags=(f"{nightly}-{sha}", nightly))
+
+
+def parse_version(text: str):
+    """A release version (PEP 440, optional leading v, no local part): checked before anything is pushed."""
+    from packaging.version import InvalidVersion, Version
+
+    raw = (text or "").strip()
+    if not raw:
+        raise PublishError("--version: empty; give the release version, e.g. 0.7.0 or 0.7.0rc1")
+    try:
+        version = Version(raw[1:] if raw[:1] in "vV" else raw)
+    except InvalidVersion:
+        raise PublishError(f"--version: {raw!r} is not a valid version (PEP 440, e.g. 0.7.0, 0.7.0rc1, 0.7.0.post1)") from None
+    if version.local:
+        raise PublishError(f"--version: {raw!r} has a local part (+...), which a tag cannot hold")
+    return version
+
+
+def release_plan(options: Options, image: str, sha: str, owner: str, version, published_tags: list[str]) -> PublishPlan:
+    """Pure: `v<V>` and `v<V>-<suffix>`, plus `latest` when V is the highest non-prerelease release published."""
+    from packaging.version import InvalidVersion, Version
+
+    staging, publish = _repositories(options, image, sha, owner)
+    sources = _sources(options, image, sha)
+    tag = f"v{version}"
+    suffixes = set(options.publish.arch_suffixes.values())
+    released = []
+    for existing in published_tags:
+        if not existing.startswith("v") or any(existing.endswith(f"-{s}") for s in suffixes):
+            continue
+        try:
+            released.append(Version(existing[1:]))
+        except InvalidVersion:
+            continue
+    stable = [v for v in released if not v.is_prerelease and not v.is_devrelease]
+    latest = not version.is_prerelease and not version.is_devrelease and all(version >= v for v in stable)
+    return PublishPlan(kind="release", image=image, sha=sha, staging=staging, publish=publish, sources=sources,
+                       arch_tags={s.arch: f"{tag}-{s.suffix}" for s in sources},
+                       index_tags=(tag, "latest") if latest else (tag,))
 
 
 @dataclass
@@ -134,8 +183,20 @@ def _single_arch(reg: registry.Registry, repo: str, tag: str, arch: str) -> regi
     return manifest
 
 
-def publish_nightly(plan: NightlyPlan, factory: RegistryFactory, dry_run: bool = False,
+def present_arches(plan: PublishPlan, factory: RegistryFactory) -> list[str]:
+    """The architectures whose staging image exists (a lookup failure raises, never counts as absent)."""
+    host, repo = split_repository(plan.staging)
+    reg = factory(host)
+    return [s.arch for s in plan.sources if reg.resolve(repo, s.tag) is not None]
+
+
+def publish_nightly(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
                     log: Callable[[str], None] = lambda m: None) -> PublishResult:
+    return execute(plan, factory, dry_run, log)
+
+
+def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
+            log: Callable[[str], None] = lambda m: None) -> PublishResult:
     result = PublishResult(image=plan.image, dry_run=dry_run)
     s_host, s_repo = split_repository(plan.staging)
     p_host, p_repo = split_repository(plan.publish)
@@ -147,8 +208,8 @@ def publish_nightly(plan: NightlyPlan, factory: RegistryFactory, dry_run: bool =
         if src.resolve(s_repo, source.tag) is None:
             missing.append(f"{plan.staging}:{source.tag}")
     if missing:
-        raise PublishError(f"staging image(s) missing: {', '.join(missing)}; a nightly is published only when "
-                           "every architecture built")
+        raise PublishError(f"staging image(s) missing: {', '.join(missing)}; a {plan.kind} is published only "
+                           "when every architecture built")
     manifests = {s.arch: _single_arch(src, s_repo, s.tag, s.arch) for s in plan.sources}
 
     # 2. copy by digest
@@ -224,8 +285,8 @@ def _roll_back(dst: registry.Registry, repo: str, moved: list[str],
     return ", ".join(restored), ", ".join(lost)
 
 
-def render(result: PublishResult) -> str:
-    lines = [f"ghbuild publish nightly: {result.image}" + (" (dry run: nothing pushed)" if result.dry_run else "")]
+def render(result: PublishResult, kind: str = "nightly") -> str:
+    lines = [f"ghbuild publish {kind}: {result.image}" + (" (dry run: nothing pushed)" if result.dry_run else "")]
     lines += [f"  {a}" for a in result.actions]
     for ref, digest in result.tags.items():
         state = "unchanged" if ref in result.unchanged else ("would move" if result.dry_run else "moved")
@@ -240,3 +301,40 @@ def render(result: PublishResult) -> str:
 
 def to_json(result: PublishResult) -> str:
     return json.dumps(result.to_dict(), indent=2)
+
+
+def release_notes(version, sha: str, results: list[PublishResult]) -> str:
+    """Markdown for the GitHub release: every published tag with its digest."""
+    lines = [f"Images for v{version}, built from {sha}.", ""]
+    for result in results:
+        lines += [f"### {result.image}", "", "| tag | digest |", "|---|---|"]
+        lines += [f"| `{ref}` | `{digest}` |" for ref, digest in result.tags.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def create_github_release(env: Mapping[str, str], version, sha: str, body: str, prerelease: bool,
+                          make_latest: bool) -> str:
+    """Create (or find) the GitHub release `v<V>` through PyGithub; returns its URL."""
+    from github import Auth, Github, GithubException
+
+    repository = env.get("GITHUB_REPOSITORY")
+    token = env.get("GITHUB_TOKEN")
+    if not repository or not token:
+        raise PublishError("GitHub release: GITHUB_REPOSITORY and GITHUB_TOKEN are needed (or pass --no-github-release)")
+    client = Github(base_url=env.get("GITHUB_API_URL") or "https://api.github.com", auth=Auth.Token(token),
+                    seconds_between_writes=0.1)
+    tag = f"v{version}"
+    try:
+        repo = client.get_repo(repository)
+        try:
+            return repo.get_release(tag).html_url            # a rerun: the release is already there
+        except GithubException as exc:
+            if exc.status != 404:
+                raise
+        release = repo.create_git_release(tag=tag, name=tag, message=body, prerelease=prerelease,
+                                          target_commitish=sha, make_latest="true" if make_latest else "false")
+        return release.html_url
+    except GithubException as exc:
+        message = (exc.data or {}).get("message") if isinstance(exc.data, dict) else None
+        raise PublishError(f"GitHub release {tag} in {repository}: HTTP {exc.status} {message or ''}".strip()) from None

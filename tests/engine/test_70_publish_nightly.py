@@ -68,7 +68,7 @@ def test_nightly_publishes_per_arch_tags_and_indexes(session, hub, staged):
     template, name = _hub_template(session, hub, "")
     proc = publish(session, template, "--sha", sha, "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (result,) = json.loads(proc.stdout)
+    (result,) = json.loads(proc.stdout)["images"]
 
     status, headers, body = hub.manifest(name, "nightly")
     assert status == 200 and headers["content-type"].split(";")[0] in INDEX_TYPES
@@ -88,7 +88,7 @@ def test_nightly_publishes_per_arch_tags_and_indexes(session, hub, staged):
     # a rerun is idempotent: nothing moves, nothing is copied
     again = publish(session, template, "--sha", sha, "--json")
     assert again.returncode == 0, again.stderr[-3000:]
-    (second,) = json.loads(again.stdout)
+    (second,) = json.loads(again.stdout)["images"]
     assert second["moved"] == [] and second["stats"]["copied_bytes"] == 0
     assert second["index_digest"] == result["index_digest"]
 
