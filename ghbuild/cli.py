@@ -92,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     r.add_argument("--no-github-release", action="store_true", help="do not create the GitHub release")
 
+    p = sub.add_parser("prune", help="retention of nightly-* tags (Docker Hub, GHCR, plain registries); "
+                                     "a dry run unless --apply")
+    p.add_argument("--config", metavar="PATH", help="config file")
+    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable; default: all)")
+    p.add_argument("--keep", type=int, metavar="N", help="nightly commits to keep (default: publish.retention)")
+    p.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
+    p.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
     sub.add_parser("schema", help="print the JSON schema of the config file")
     return parser
 
@@ -230,6 +239,29 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    from ghbuild import config, prune
+
+    if args.keep is not None and args.keep < 1:
+        raise UsageError(f"--keep {args.keep}: keep at least 1")
+    options = config.load(args.config, os.environ, Path.cwd())
+    owner = (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0] or None
+    results = []
+    for image in args.image or list(options.images):
+        with gha.group(f"prune {image}{'' if args.apply else ' (dry run)'}"):
+            result = prune.run_prune(options, image, keep=args.keep, apply=args.apply, owner=owner)
+        results.append(result)
+        print(prune.render(result), file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=2, default=str))
+    failed = [r for r in results if not r.get("ok")]
+    if failed:
+        # Delete failures are collected, not raised, so the run can report all of them: fail here.
+        raise prune.PruneError(f"prune: {len(failed)} image(s) had errors: "
+                               + "; ".join(str(e.get("error")) for r in failed for e in r.get("errors", [])[:3]))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from ghbuild import config
 
@@ -238,7 +270,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "publish": cmd_publish,
-            "schema": cmd_schema}
+            "prune": cmd_prune, "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
