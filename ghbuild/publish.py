@@ -8,7 +8,8 @@ a Docker engine, and a manifest list needs no blobs at all. Order matters:
 2. copy each image to the publish repository by digest (no tag moves yet: the slow, failure-prone
    part);
 3. push the multi-arch index by digest;
-4. move the tags: per-arch tags first, the index tags last (`nightly-<sha>`, then `nightly`). A
+4. move the tags: per-arch tags first, the index tags last; tags that already exist before tags
+   that are new (a registry cannot delete a single tag, but it can point an existing one back). A
    failure while moving tags puts the tags already moved back where they were, so either every
    new tag points at the new digests or none moved.
 
@@ -244,6 +245,9 @@ def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
     for tag in plan.index_tags:
         wanted.append((tag, index_digest, raw, media_type))
     previous: dict[str, registry.Descriptor | None] = {tag: dst.resolve(p_repo, tag) for tag, *_ in wanted}
+    # Tags that exist already move first (they can be put back); brand-new tags last, because a registry
+    # cannot delete a single tag: if any move fails, no new tag has been created yet.
+    wanted.sort(key=lambda item: previous[item[0]] is None)
     moved: list[str] = []
     try:
         for tag, digest, body, mt in wanted:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
+import email.utils
 import hashlib
 import json
 import re
@@ -27,6 +29,7 @@ from typing import Callable, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 import requests
+import urllib3
 
 from ghbuild import __version__
 from ghbuild.errors import GhbuildError
@@ -290,6 +293,20 @@ def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After is delay-seconds or an HTTP-date (RFC 9110 10.2.3); None when absent or unreadable."""
+    value = str(value or "").strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
 def _is_loopback(host: str) -> bool:
     name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
     return name in ("localhost", "[::1]") or name.startswith("127.")
@@ -386,9 +403,9 @@ class Registry:
                 if attempt == self.attempts:
                     break
                 wait = self.delay
-                ra = getattr(exc, "retry_after", None)
-                if ra and str(ra).isdigit():
-                    wait = max(wait, min(float(ra), 120.0))
+                ra = _retry_after_seconds(getattr(exc, "retry_after", None))
+                if ra is not None:
+                    wait = max(wait, min(ra, 120.0))
                 self.log(f"retry {attempt}/{self.attempts - 1} in {wait:g}s: {what}: {exc}")
                 self.sleep(wait)
         raise TransientError(f"{what}: failed after {self.attempts} attempts: {last}") from last
@@ -544,16 +561,24 @@ class Registry:
         return self._retry(once, f"blob exists {repo}@{digest[:19]}")
 
     def read_blob(self, repo: str, digest: str, max_size: int = 4 << 20) -> bytes:
-        """Small blobs only (image config)."""
+        """Small blobs only (image config). Retried like every read; a connection broken mid-body is transient."""
         repo = normalize_repo(self.host, repo)
-        r = self._send("GET", self.url(f"{repo}/blobs/{digest}"), self._pull(repo), stream=True)
-        if r.status_code != 200:
-            raise self._error(r, f"GET blob {repo}@{digest}")
-        data = r.raw.read(max_size + 1, decode_content=False)
-        r.close()
-        if len(data) > max_size or sha256_digest(data) != digest:
-            raise DigestMismatch(f"{repo}@{digest}: too large or wrong content")
-        return data
+
+        def once():
+            r = self._send("GET", self.url(f"{repo}/blobs/{digest}"), self._pull(repo), stream=True)
+            try:
+                if r.status_code != 200:
+                    raise self._error(r, f"GET blob {repo}@{digest}")
+                data = r.raw.read(max_size + 1, decode_content=False)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise TransientError(f"GET blob {repo}@{digest[:19]}: {type(exc).__name__}: {exc}") from exc
+            finally:
+                r.close()
+            if len(data) > max_size or sha256_digest(data) != digest:
+                raise DigestMismatch(f"{repo}@{digest}: too large or wrong content")
+            return data
+
+        return self._retry(once, f"read blob {repo}@{digest[:19]}")
 
     def open_blob(self, repo: str, digest: str) -> requests.Response:
         """Streaming GET (follows redirects to storage; requests drops Authorization on a host change)."""

@@ -1,0 +1,534 @@
+"""ghbuild.registry against a real, throwaway distribution registry, with faults from tests/fakes/faultproxy.py.
+
+No Docker engine: `docker-registry` (distribution 2.8) runs on a free loopback port with its storage in a
+temporary folder, test images are pushed with tests/fakes/dockerhub.py's RegistryClient, and the fault proxy
+sits between ghbuild's client and the registry where a test needs 5xx, 429, resets or a request log. The
+client's `sleep` is injected (the waits are recorded, not slept) except where a test measures real timing.
+Without the binary these tests skip, except under CI=true where they fail.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from fakes.dockerhub import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
+from fakes.faultproxy import FaultProxy
+from ghbuild import registry
+from ghbuild.registry import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
+
+# --------------------------------------------------------------------------- the registry and the proxy
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _registry_answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/v2/", timeout=1) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def registry_url(tmp_path_factory: pytest.TempPathFactory):
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        reason = "the docker-registry binary is not installed (apt-get install -y docker-registry)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    root: Path = tmp_path_factory.mktemp("registry")
+    proc = None
+    url = ""
+    for _attempt in range(3):  # a free port can be taken between the probe and the bind
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        config = root / "config.yml"
+        config.write_text(
+            "version: 0.1\n"
+            "log:\n  level: error\n  accesslog:\n    disabled: true\n"
+            f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
+            "  maintenance:\n    uploadpurging:\n      enabled: false\n"
+            f"http:\n  addr: 127.0.0.1:{port}\n"
+        )
+        log = open(root / "registry.log", "ab")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen([binary, "serve", str(config)], stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None and not _registry_answers(url):
+            time.sleep(0.05)
+        if proc.poll() is None and _registry_answers(url):
+            break
+        proc.kill()
+        proc.wait(5)
+        proc = None
+    if proc is None:
+        pytest.fail("docker-registry did not start: " + (root / "registry.log").read_text(errors="replace")[-2000:])
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.fixture
+def reg(registry_url: str) -> RegistryClient:
+    """Plain HTTP access to the registry (no proxy): pushes test images, checks results."""
+    client = RegistryClient(registry_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def proxy(registry_url: str):
+    with FaultProxy(registry_url) as fault_proxy:
+        yield fault_proxy
+    assert not fault_proxy.errors, "\n".join(fault_proxy.errors)
+
+
+@pytest.fixture
+def direct_host(registry_url: str) -> str:
+    return registry_url.removeprefix("http://")
+
+
+class Client:
+    """ghbuild's Registry with recorded (not slept) waits and log lines."""
+
+    def __init__(self, host: str, attempts: int = 3, delay: float = 0.5, real_sleep: bool = False):
+        self.sleeps: list[float] = []
+        self.logs: list[str] = []
+
+        def sleep(seconds: float) -> None:
+            self.sleeps.append(seconds)
+            if real_sleep:
+                time.sleep(seconds)
+
+        self.reg = Registry(host, attempts=attempts, delay=delay, sleep=sleep, log=self.logs.append,
+                            timeout=(5.0, 30.0))
+
+
+def name() -> str:
+    return f"t/{uuid.uuid4().hex[:12]}"
+
+
+def big_payload(size: int = 400_000) -> bytes:
+    """Incompressible: the gzipped layer stays about `size` bytes."""
+    return os.urandom(size)
+
+
+def blob_sizes(reg: RegistryClient, repo: str, digest: str) -> dict[str, int]:
+    m = reg.get_manifest(repo, digest).json()
+    return {b["digest"]: b["size"] for b in [m["config"], *m["layers"]]}
+
+
+# --------------------------------------------------------------------------- resolve: found / missing / failed
+
+
+def test_resolve_found_and_confirmed_missing(reg, direct_host):
+    repo = name()
+    image = reg.push_image(repo, "v1", payload=b"resolve")
+    c = Client(direct_host)
+    desc = c.reg.resolve(repo, "v1")
+    assert desc == Descriptor(image["mediaType"], image["digest"], image["size"])
+    assert c.reg.resolve(repo, image["digest"]).digest == image["digest"]
+    assert c.reg.resolve(repo, "no-such-tag") is None                 # MANIFEST_UNKNOWN
+    assert c.reg.resolve(name(), "v1") is None                         # NAME_UNKNOWN
+    assert c.sleeps == []
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
+def test_resolve_raises_transient_after_retries_never_none(reg, proxy, status):
+    repo = name()
+    reg.push_image(repo, "v1", payload=b"5xx")
+    proxy.respond("HEAD", r"/manifests/v1$", status, count=None)
+    c = Client(proxy.host, attempts=3, delay=0.5)
+    with pytest.raises(TransientError, match=rf"failed after 3 attempts: .*HTTP {status}"):
+        c.reg.resolve(repo, "v1")
+    assert [e.status for e in proxy.requests("HEAD")] == [status] * 3
+    assert c.sleeps == [0.5, 0.5]
+
+
+def test_resolve_succeeds_after_transient_errors(reg, proxy):
+    repo = name()
+    image = reg.push_image(repo, "v1", payload=b"flaky")
+    proxy.respond("HEAD", r"/manifests/v1$", 503, count=2)
+    c = Client(proxy.host, attempts=3, delay=0.5)
+    assert c.reg.resolve(repo, "v1").digest == image["digest"]
+    assert [e.status for e in proxy.requests("HEAD")] == [503, 503, 200]
+    assert len(c.logs) == 2 and all(line.startswith("retry ") for line in c.logs)
+
+
+def test_resolve_network_error_is_transient_not_missing():
+    port = _free_port()  # bound and closed: nobody listens
+    c = Client(f"127.0.0.1:{port}", attempts=2, delay=0.25)
+    with pytest.raises(TransientError, match="failed after 2 attempts: HEAD .*ConnectionError"):
+        c.reg.resolve("t/x", "v1")
+    assert c.sleeps == [0.25]
+
+
+@pytest.mark.parametrize("status,headers", [
+    (401, {}),
+    (401, {"WWW-Authenticate": 'Basic realm="registry"'}),
+    (403, {}),
+])
+def test_auth_errors_fail_at_once(reg, proxy, status, headers):
+    repo = name()
+    reg.push_image(repo, "v1", payload=b"auth")
+    proxy.respond("HEAD", r"/manifests/", status, headers, count=None)
+    c = Client(proxy.host, attempts=4)
+    with pytest.raises(AuthError, match=f"HTTP {status}"):
+        c.reg.resolve(repo, "v1")
+    assert len(proxy.requests("HEAD")) == 1 and c.sleeps == []
+
+
+# --------------------------------------------------------------------------- Retry-After
+
+
+@pytest.mark.parametrize("retry_after,expected", [("3", 3.0), ("0", 0.5), ("1000", 120.0)])
+def test_retry_after_seconds_is_honoured(reg, proxy, retry_after, expected):
+    """The wait is Retry-After when longer than the delay, the delay otherwise, capped at 120 s."""
+    repo = name()
+    image = reg.push_image(repo, "v1", payload=b"429")
+    proxy.respond("HEAD", r"/manifests/v1$", 429, {"Retry-After": retry_after})
+    c = Client(proxy.host, attempts=3, delay=0.5)
+    assert c.reg.resolve(repo, "v1").digest == image["digest"]
+    assert c.sleeps == [expected]
+
+
+def test_retry_after_http_date_is_honoured(reg, proxy):
+    """RFC 9110 10.2.3: Retry-After is delay-seconds OR an HTTP-date; both must be honoured."""
+    repo = name()
+    image = reg.push_image(repo, "v1", payload=b"429 date")
+    when = email.utils.formatdate(time.time() + 6, usegmt=True)
+    proxy.respond("HEAD", r"/manifests/v1$", 429, {"Retry-After": when})
+    c = Client(proxy.host, attempts=3, delay=0.5)
+    assert c.reg.resolve(repo, "v1").digest == image["digest"]
+    assert len(c.sleeps) == 1 and 3.5 <= c.sleeps[0] <= 6.5, c.sleeps
+
+
+def test_retry_after_real_timing_from_proxy_log(reg, proxy):
+    """Really slept: the retried request reaches the registry no earlier than Retry-After allows."""
+    repo = name()
+    image = reg.push_image(repo, "v1", payload=b"429 timing")
+    proxy.respond("HEAD", r"/manifests/v1$", 429, {"Retry-After": "1"})
+    c = Client(proxy.host, attempts=3, delay=0.05, real_sleep=True)
+    assert c.reg.resolve(repo, "v1").digest == image["digest"]
+    first, second = proxy.requests("HEAD")
+    assert (first.status, second.status) == (429, 200)
+    assert second.start - first.end >= 0.95, second.start - first.end
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def test_get_and_put_manifest_retry_5xx(reg, proxy):
+    repo = name()
+    image = reg.push_image(repo, "v1", payload=b"manifest")
+    proxy.respond("GET", r"/manifests/v1$", 502)
+    proxy.respond("PUT", r"/manifests/v2$", 503)
+    c = Client(proxy.host)
+    m = c.reg.get_manifest(repo, "v1")
+    assert m.digest == image["digest"]
+    assert c.reg.put_manifest(repo, "v2", m.raw, m.media_type) == image["digest"]
+    assert reg.head_manifest(repo, "v2")[0] == image["digest"]
+    assert [e.status for e in proxy.requests("PUT")] == [503, 201]
+
+
+def test_get_manifest_persistent_5xx_raises(reg, proxy):
+    repo = name()
+    reg.push_image(repo, "v1", payload=b"manifest down")
+    proxy.respond("GET", r"/manifests/", 500, count=None)
+    c = Client(proxy.host, attempts=2)
+    with pytest.raises(TransientError, match="failed after 2 attempts"):
+        c.reg.get_manifest(repo, "v1")
+
+
+def test_put_manifest_keeps_the_exact_bytes(reg, proxy):
+    """Odd whitespace and key order survive: the registry stores (and digests) exactly what was sent."""
+    repo = name()
+    image = reg.push_image(repo, None, payload=b"exact bytes")
+    original = reg.get_manifest(repo, image["digest"]).json()
+    odd = (json.dumps({"layers": original["layers"], "schemaVersion": 2, "config": original["config"],
+                       "mediaType": original["mediaType"]}, indent=7, separators=(" ,", " :  ")) + "\n\n").encode()
+    c = Client(proxy.host)
+    digest = c.reg.put_manifest(repo, "odd", odd, original["mediaType"])
+    assert digest == "sha256:" + hashlib.sha256(odd).hexdigest() != image["digest"]
+    stored = reg.get_manifest(repo, "odd")
+    assert stored.body == odd and stored.digest == digest
+    assert c.reg.get_manifest(repo, "odd").raw == odd
+
+    # a Docker manifest list keeps its media type (and bytes), by digest
+    plat = dict(image)
+    index = json.dumps({"schemaVersion": 2, "mediaType": MT_DOCKER_LIST, "manifests": [plat]}, indent=1).encode()
+    idx_digest = "sha256:" + hashlib.sha256(index).hexdigest()
+    assert c.reg.put_manifest(repo, idx_digest, index, MT_DOCKER_LIST) == idx_digest
+    got = c.reg.get_manifest(repo, idx_digest)
+    assert (got.raw, got.media_type, got.is_index) == (index, MT_DOCKER_LIST, True)
+
+    # refusing to push bytes under a digest they do not hash to: nothing is sent
+    before = len(proxy.log)
+    with pytest.raises(DigestMismatch):
+        c.reg.put_manifest(repo, image["digest"], odd, original["mediaType"])
+    assert len(proxy.log) == before
+
+
+# --------------------------------------------------------------------------- tags
+
+
+def paginate(proxy: FaultProxy, repo: str, tags: list[str], n: int, link_style: str = "relative") -> None:
+    """Serve GET tags/list in pages of `n` with `Link: <...>; rel="next"` (OCI distribution spec).
+
+    distribution 2.8 ignores `n` on tags/list (pagination came with distribution 3), so the pages are
+    scripted in the proxy, shaped as distribution 3 / Docker Hub / GHCR send them.
+    """
+    for i in range(0, len(tags), n):
+        page = tags[i:i + n]
+        query = rf"^n={n}$" if i == 0 else rf"^last={tags[i - 1]}&n={n}$"
+        headers = {"Content-Type": "application/json"}
+        if i + n < len(tags):
+            target = f"/v2/{repo}/tags/list?last={page[-1]}&n={n}"
+            url = target if link_style == "relative" else proxy.url + target
+            headers["Link"] = f'<{url}>; rel="next"'
+        proxy.respond("GET", rf"^/v2/{repo}/tags/list$", 200, headers,
+                      json.dumps({"name": repo, "tags": page}).encode(), query=query, count=None)
+
+
+@pytest.mark.parametrize("link_style", ["relative", "absolute"])
+def test_list_tags_follows_pagination_to_the_end(proxy, link_style):
+    repo = name()
+    wanted = [f"t{i:02d}" for i in range(9)]
+    paginate(proxy, repo, wanted, 2, link_style)
+    c = Client(proxy.host)
+    assert c.reg.list_tags(repo, page_size=2) == wanted
+    pages = proxy.requests("GET", r"/tags/list")
+    assert [e.path.split("?")[1] for e in pages] == ["n=2"] + [f"last={t}&n=2" for t in wanted[1:-1:2]]
+
+
+def test_list_tags_does_not_stop_early_on_a_failed_page(proxy):
+    repo = name()
+    wanted = [f"t{i:02d}" for i in range(7)]
+    proxy.respond("GET", r"/tags/list$", 503, nth=2)       # the second page, once (added first: wins)
+    paginate(proxy, repo, wanted, 3)
+    c = Client(proxy.host)
+    assert c.reg.list_tags(repo, page_size=3) == wanted
+    assert [e.status for e in proxy.requests("GET", r"/tags/list")] == [200, 503, 200, 200]
+    assert c.sleeps == [0.5]
+
+
+def test_list_tags_real_registry(reg, proxy):
+    """Against distribution itself (which answers in one page whatever `n` says)."""
+    repo = name()
+    image = reg.push_image(repo, "t00", payload=b"tags")
+    wanted = [f"t{i:02d}" for i in range(5)]
+    for tag in wanted[1:]:
+        reg.tag(repo, image["digest"], tag)
+    assert sorted(Client(proxy.host).reg.list_tags(repo, page_size=2)) == wanted
+
+
+def test_list_tags_of_a_missing_repository_is_empty(direct_host):
+    assert Client(direct_host).reg.list_tags(name()) == []
+
+
+# --------------------------------------------------------------------------- copy
+
+
+def test_copy_image_moves_only_missing_blobs(reg, proxy, direct_host):
+    """Two hosts (the registry direct, and through the proxy): a real copy, no mount. A second copy moves
+    0 bytes; an image sharing its layer moves only its config."""
+    src_repo, dst_repo = name(), name()
+    payload = big_payload(200_000)
+    image = reg.push_image(src_repo, "v1", architecture="amd64", payload=payload)
+    sizes = blob_sizes(reg, src_repo, image["digest"])
+    src, dst = Client(direct_host), Client(proxy.host)
+
+    m, stats = registry.copy_image(src.reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",))
+    assert m.digest == image["digest"]
+    assert (stats.copied_blobs, stats.copied_bytes) == (2, sum(sizes.values()))
+    assert (stats.manifests, stats.tags_moved, stats.mounted_blobs) == (1, 1, 0)
+    assert len(proxy.requests("PATCH")) == 2
+    for digest in sizes:
+        assert hashlib.sha256(reg.get_blob(dst_repo, digest)).hexdigest() == digest.split(":")[1]
+    assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
+
+    proxy.clear_log()
+    _, again = registry.copy_image(src.reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",))
+    assert (again.copied_bytes, again.copied_blobs, again.manifests, again.tags_moved) == (0, 0, 0, 0)
+    assert again.manifests_present == 1
+    assert {e.method for e in proxy.log} == {"HEAD"}                     # nothing written
+
+    # same layer (same payload), another architecture: only the new config blob travels
+    proxy.clear_log()
+    arm = reg.push_image(src_repo, "v1-arm64", architecture="arm64", payload=payload)
+    arm_sizes = blob_sizes(reg, src_repo, arm["digest"])
+    _, third = registry.copy_image(src.reg, src_repo, "v1-arm64", dst.reg, dst_repo)
+    (config,) = set(arm_sizes) - set(sizes)
+    assert (third.copied_blobs, third.copied_bytes) == (1, arm_sizes[config])
+    assert (third.skipped_blobs, third.skipped_bytes) == (1, arm_sizes[image_layer(reg, src_repo, arm)])
+    assert [e.content_length for e in proxy.requests("PATCH")] == [arm_sizes[config]]
+
+
+def image_layer(reg: RegistryClient, repo: str, image: dict) -> str:
+    return reg.get_manifest(repo, image["digest"]).json()["layers"][0]["digest"]
+
+
+def test_copy_index_children_first_then_index_then_tag(reg, proxy, direct_host):
+    src_repo, dst_repo = name(), name()
+    amd = reg.push_image(src_repo, None, architecture="amd64", payload=b"idx amd64")
+    arm = reg.push_image(src_repo, None, architecture="arm64", variant="v8", payload=b"idx arm64")
+    index = reg.push_index(src_repo, [amd, arm], "multi", media_type=MT_OCI_INDEX)
+    m, stats = registry.copy_image(Client(direct_host).reg, src_repo, "multi", Client(proxy.host).reg, dst_repo,
+                                   tags=("multi",))
+    assert m.digest == index["digest"] and stats.manifests == 3 and stats.tags_moved == 1
+    puts = [e.path.rsplit("/", 1)[1] for e in proxy.requests("PUT", r"/manifests/")]
+    assert puts == [amd["digest"], arm["digest"], index["digest"], "multi"]
+
+
+def test_mount_within_one_registry(reg, proxy):
+    src_repo, dst_repo = name(), name()
+    image = reg.push_image(src_repo, "v1", payload=b"mount me")
+    sizes = blob_sizes(reg, src_repo, image["digest"])
+    c = Client(proxy.host)
+    _, stats = registry.copy_image(c.reg, src_repo, "v1", c.reg, dst_repo, tags=("v1",))
+    assert (stats.mounted_blobs, stats.mounted_bytes) == (2, sum(sizes.values()))
+    assert (stats.copied_blobs, stats.copied_bytes) == (0, 0)
+    mounts = proxy.requests("POST", r"/blobs/uploads/")
+    assert len(mounts) == 2 and all("mount=" in e.path and e.status == 201 for e in mounts)
+    assert proxy.requests("PATCH") == [] and proxy.requests("GET", r"/blobs/") == []
+    assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
+
+
+def test_refused_mount_uploads_through_the_session_it_opened(reg, proxy):
+    """A 202 to a mount (the blob is not in `from`) opened an upload session: it is used, not leaked."""
+    src_repo, dst_repo = name(), name()
+    data = b"not mountable from an empty repository"
+    digest = reg.push_blob(src_repo, data)
+    c = Client(proxy.host)
+    location = c.reg.mount_blob(dst_repo, digest, from_repo=name())
+    assert location and location.startswith(proxy.url)                   # Location rewritten to the proxy
+    c.reg.upload_stream(dst_repo, Descriptor("application/octet-stream", digest, len(data)), [data], location)
+    assert reg.get_blob(dst_repo, digest) == data
+    assert [e.method for e in proxy.log] == ["POST", "PATCH", "PUT"]
+    assert [e.status for e in proxy.log] == [202, 202, 201]
+
+
+def test_reset_mid_blob_upload_is_retried(reg, proxy, direct_host):
+    """The connection is reset after 64 KiB of the layer's PATCH: the session is cancelled, the blob
+    uploaded again from the start, and the copy completes with the right bytes."""
+    src_repo, dst_repo = name(), name()
+    image = reg.push_image(src_repo, "v1", payload=big_payload())
+    sizes = blob_sizes(reg, src_repo, image["digest"])
+    layer = image_layer(reg, src_repo, image)
+    proxy.reset("PATCH", r"/blobs/uploads/", after=64 * 1024, content_length=sizes[layer])
+    dst = Client(proxy.host)
+    _, stats = registry.copy_image(Client(direct_host).reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",))
+    assert stats.copied_blobs == 2 and stats.copied_bytes == sum(sizes.values())
+    layer_patches = proxy.requests("PATCH")
+    resets = [e for e in layer_patches if e.action == "reset"]
+    assert len(resets) == 1 and resets[0].request_bytes == 64 * 1024
+    assert [e.status for e in layer_patches if e.content_length == sizes[layer]] == [None, 202]
+    after_reset = [e for e in proxy.log if e.start >= resets[0].end]
+    assert after_reset[0].method == "DELETE" and "/blobs/uploads/" in after_reset[0].path   # session cancelled
+    assert len(dst.sleeps) == 1
+    assert hashlib.sha256(reg.get_blob(dst_repo, layer)).hexdigest() == layer.split(":")[1]
+    assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
+
+
+def test_reset_mid_blob_download_is_retried(reg, proxy, direct_host):
+    """The source connection is reset mid-GET of the layer: the short stream is never committed."""
+    src_repo, dst_repo = name(), name()
+    image = reg.push_image(src_repo, "v1", payload=big_payload())
+    layer = image_layer(reg, src_repo, image)
+    proxy.reset("GET", rf"/blobs/{layer}$", after=100_000, on="response")
+    src = Client(proxy.host)
+    _, stats = registry.copy_image(src.reg, src_repo, "v1", Client(direct_host).reg, dst_repo, tags=("v1",))
+    assert stats.copied_blobs == 2
+    gets = proxy.requests("GET", rf"/blobs/{layer}$")
+    assert [(e.action, e.status) for e in gets] == [("reset", None), ("forward", 200)]
+    assert gets[0].response_bytes == 100_000
+    assert hashlib.sha256(reg.get_blob(dst_repo, layer)).hexdigest() == layer.split(":")[1]
+    assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
+
+
+def test_persistent_upload_failure_raises_and_pushes_no_manifest(reg, proxy, direct_host):
+    src_repo, dst_repo = name(), name()
+    image = reg.push_image(src_repo, "v1", payload=b"never arrives")
+    proxy.respond("PATCH", r"/blobs/uploads/", 500, count=None)
+    dst = Client(proxy.host, attempts=3)
+    stats = CopyStats()
+    with pytest.raises(TransientError, match=r"copy blob sha256:\S+: failed after 3 attempts: PATCH blob .*HTTP 500"):
+        registry.copy_image(Client(direct_host).reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",), stats=stats)
+    assert len(proxy.requests("PATCH")) == 3
+    assert len(proxy.requests("DELETE", r"/blobs/uploads/")) == 3      # every failed session cancelled
+    assert proxy.requests("PUT") == []                                  # no blob commit, no manifest, no tag
+    assert reg.head_manifest(dst_repo, image["digest"]) is None and reg.tags(dst_repo) in (None, [])
+    assert stats.copied_blobs == 0
+
+
+# --------------------------------------------------------------------------- the proxy itself
+
+
+def test_proxy_stop_joins_its_threads(registry_url):
+    import threading
+
+    before = {t for t in threading.enumerate() if t.name.startswith("FaultProxy")}
+    with FaultProxy(registry_url) as p:
+        p.delay("GET", r"^/v2/$", 0.2)
+        c = Client(p.host)
+        c.reg.session.get(p.url + "/v2/", timeout=5).raise_for_status()   # a kept-alive connection stays open
+        host, port = p.host.split(":")
+        assert host == "127.0.0.1"
+        assert [(e.action, e.status) for e in p.log] == [("delay", 200)] and p.log[0].end - p.log[0].start >= 0.2
+    assert not p.errors
+    left = {t for t in threading.enumerate() if t.name.startswith("FaultProxy")} - before
+    assert not left, left
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
+
+
+# --------------------------------------------------------------------------- small blobs (image configs)
+
+
+def test_read_blob_retries_5xx(reg, proxy):
+    """`read_blob` reads image configs (publish verifies each staging image's architecture with it): a
+    transient 503 is retried like every other read, not a failed publish."""
+    repo = name()
+    data = b'{"architecture": "arm64", "os": "linux"}'
+    digest = reg.push_blob(repo, data)
+    proxy.respond("GET", rf"/blobs/{digest}$", 503)
+    c = Client(proxy.host)
+    assert c.reg.read_blob(repo, digest) == data
+    assert [e.status for e in proxy.requests("GET")] == [503, 200] and c.sleeps == [0.5]
+
+
+def test_read_blob_reset_mid_body_is_a_transient_registry_error(reg, proxy):
+    """A connection reset in the middle of a config blob is retried; were it not, it must at least be a
+    RegistryError (one line, exit 12), never an unhandled urllib3 exception (a traceback)."""
+    repo = name()
+    data = json.dumps({"architecture": "amd64", "os": "linux", "pad": "x" * 200_000}).encode()
+    digest = reg.push_blob(repo, data)
+    proxy.reset("GET", rf"/blobs/{digest}$", after=100_000, on="response")
+    c = Client(proxy.host)
+    assert c.reg.read_blob(repo, digest) == data
+    assert [(e.action, e.status) for e in proxy.requests("GET")] == [("reset", None), ("forward", 200)]
