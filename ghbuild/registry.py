@@ -681,6 +681,23 @@ class _SizedStream:
 
 # --------------------------------------------------------------------------- copy
 
+PROGRESS_EVERY = 5.0   # seconds between progress lines while one blob streams
+
+
+def _with_progress(chunks: Iterable[bytes], desc: Descriptor, log: Callable[[str], None],
+                   every: float = PROGRESS_EVERY) -> Iterator[bytes]:
+    """Pass chunks through, saying how far a long blob copy is (at most one line per `every` seconds)."""
+    sent, start = 0, time.monotonic()
+    last = start
+    for chunk in chunks:
+        sent += len(chunk)
+        yield chunk
+        now = time.monotonic()
+        if now - last >= every:
+            rate = sent / max(now - start, 1e-9) / 1e6
+            log(f"  ...    {desc.digest[:19]} {sent / 1e6:,.1f} of {desc.size / 1e6:,.1f} MB ({rate:,.1f} MB/s)")
+            last = now
+
 
 def copy_blob(src: Registry, src_repo: str, dst: Registry, dst_repo: str, desc: Descriptor,
               stats: CopyStats, log=None) -> None:
@@ -706,7 +723,8 @@ def copy_blob(src: Registry, src_repo: str, dst: Registry, dst_repo: str, desc: 
         resp = src.open_blob(src_repo, desc.digest)
         try:
             # raw.stream(decode_content=False): the bytes as stored, never gunzipped by urllib3.
-            dst.upload_stream(dst_repo, desc, resp.raw.stream(CHUNK, decode_content=False), location)
+            chunks = _with_progress(resp.raw.stream(CHUNK, decode_content=False), desc, log)
+            dst.upload_stream(dst_repo, desc, chunks, location)
         except RegistryError:
             location = None  # a failed session is not reused: the retry starts a fresh upload
             raise

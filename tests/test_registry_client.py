@@ -532,3 +532,21 @@ def test_read_blob_reset_mid_body_is_a_transient_registry_error(reg, proxy):
     c = Client(proxy.host)
     assert c.reg.read_blob(repo, digest) == data
     assert [(e.action, e.status) for e in proxy.requests("GET")] == [("reset", None), ("forward", 200)]
+
+
+def test_long_blob_copies_report_progress():
+    """A blob that streams for longer than a moment says how far it is (bytes of total), at most once per period."""
+    from ghbuild import registry as reg_mod
+
+    lines: list[str] = []
+    desc = reg_mod.Descriptor("application/octet-stream", "sha256:" + "a" * 64, 3_000_000)
+    ticks = iter([0.0, 6.0, 7.0, 12.5])
+    real = reg_mod.time.monotonic
+    reg_mod.time.monotonic = lambda: next(ticks)
+    try:
+        out = list(reg_mod._with_progress([b"x" * 1_000_000] * 3, desc, lines.append, every=5.0))
+    finally:
+        reg_mod.time.monotonic = real
+    assert b"".join(out) == b"x" * 3_000_000
+    assert lines == ["  ...    sha256:aaaaaaaaaaaa 1.0 of 3.0 MB (0.2 MB/s)",
+                     "  ...    sha256:aaaaaaaaaaaa 3.0 of 3.0 MB (0.2 MB/s)"]
