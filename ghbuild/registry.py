@@ -343,6 +343,12 @@ class Registry:
         self.attempts, self.delay, self.sleep = attempts, delay, sleep
         self.auth = _Auth(self.session, credentials, verify, timeout)
 
+    def clone(self) -> "Registry":
+        """A client for the same registry with its own HTTP session (a Session is not thread-safe)."""
+        return Registry(self.host, self.auth.credentials, insecure=self.scheme == "http", verify=self.verify,
+                        timeout=self.timeout, attempts=self.attempts, delay=self.delay, sleep=self.sleep,
+                        log=self.log)
+
     # ----- plumbing
 
     def url(self, path: str) -> str:
@@ -737,8 +743,37 @@ def copy_blob(src: Registry, src_repo: str, dst: Registry, dst_repo: str, desc: 
     log(f"  copy   {desc.digest[:19]} {desc.size:>12,} B")
 
 
+def _copy_blobs(src: Registry, src_repo: str, dst: Registry, dst_repo: str, blobs: list[Descriptor],
+                stats: CopyStats, log, parallel: int) -> None:
+    """Copy blobs, up to `parallel` at once (each worker with its own HTTP sessions): a copy is bound by
+    round trips and hashing, so overlapping blobs keeps both registries busy."""
+    if parallel <= 1 or len(blobs) <= 1:
+        for desc in blobs:
+            copy_blob(src, src_repo, dst, dst_repo, desc, stats, log)
+        return
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = threading.local()
+
+    def one(desc: Descriptor) -> CopyStats:
+        if not hasattr(local, "clients"):
+            local.clients = (src.clone(), dst.clone())
+        part = CopyStats()
+        copy_blob(local.clients[0], src_repo, local.clients[1], dst_repo, desc, part, log)
+        return part
+
+    # Largest first, so the long transfer starts at once and the small ones fill in around it.
+    ordered = sorted(blobs, key=lambda d: -d.size)
+    with ThreadPoolExecutor(max_workers=min(parallel, len(ordered)), thread_name_prefix="ghbuild-copy") as pool:
+        for part in pool.map(one, ordered):
+            for key, value in part.__dict__.items():
+                setattr(stats, key, getattr(stats, key) + value)
+
+
 def copy_image(src: Registry, src_repo: str, ref: str, dst: Registry, dst_repo: str,
-               tags: Iterable[str] = (), stats: CopyStats | None = None, log=None) -> tuple[Manifest, CopyStats]:
+               tags: Iterable[str] = (), stats: CopyStats | None = None, log=None,
+               parallel: int = 4) -> tuple[Manifest, CopyStats]:
     """Copy an image or a whole index (children first, by digest), then tag it. Manifest bytes are kept."""
     stats = stats or CopyStats()
     log = log or dst.log
@@ -746,15 +781,14 @@ def copy_image(src: Registry, src_repo: str, ref: str, dst: Registry, dst_repo: 
     present = dst.resolve(dst_repo, m.digest) is not None   # a stored manifest implies its blobs are there
     if m.is_index:
         for child in m.children():
-            copy_image(src, src_repo, child.digest, dst, dst_repo, (), stats, log)
+            copy_image(src, src_repo, child.digest, dst, dst_repo, (), stats, log, parallel)
     elif present:
         for desc in m.blobs():
             stats.skipped_bytes += desc.size
             stats.skipped_blobs += 1
         log(f"  skip   {m.digest[:19]} manifest present: {len(m.blobs())} blobs not checked one by one")
     else:
-        for desc in m.blobs():
-            copy_blob(src, src_repo, dst, dst_repo, desc, stats, log)
+        _copy_blobs(src, src_repo, dst, dst_repo, m.blobs(), stats, log, parallel)
     if present:
         stats.manifests_present += 1
     else:
