@@ -213,7 +213,7 @@ def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
                            "when every architecture built")
     manifests = {s.arch: _single_arch(src, s_repo, s.tag, s.arch) for s in plan.sources}
 
-    # 2. copy by digest
+    # 2. copy by digest, the architectures side by side (each with its own HTTP sessions)
     stats = registry.CopyStats()
     children = []
     for source in plan.sources:
@@ -222,10 +222,10 @@ def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
         action = f"copy {plan.staging}:{source.tag} ({manifest.digest}) -> {plan.publish}@{manifest.digest}"
         result.actions.append(action)
         log(("would " if dry_run else "") + action)
-        if not dry_run:
-            registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log)
         platform = registry.image_platform(src, s_repo, manifest)
         children.append(registry.Descriptor(manifest.media_type, manifest.digest, len(manifest.raw), platform))
+    if not dry_run:
+        _copy_arches(src, s_repo, dst, p_repo, [manifests[s.arch] for s in plan.sources], stats, log)
 
     # 3. the index, by digest
     raw, media_type = registry.make_index(children)
@@ -270,6 +270,26 @@ def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
                            + (f"; could not restore {lost}" if lost else "")) from None
     result.stats = dict(stats.__dict__)
     return result
+
+
+def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_repo: str,
+                 manifests: list[registry.Manifest], stats: registry.CopyStats, log) -> None:
+    """Copy the per-arch images at the same time: one arch's upload overlaps the other's."""
+    if len(manifests) <= 1:
+        for manifest in manifests:
+            registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(manifest: registry.Manifest) -> registry.CopyStats:
+        part = registry.CopyStats()
+        registry.copy_image(src.clone(), s_repo, manifest.digest, dst.clone(), p_repo, (), part, log=log)
+        return part
+
+    with ThreadPoolExecutor(max_workers=len(manifests), thread_name_prefix="ghbuild-arch") as pool:
+        for part in pool.map(one, manifests):
+            for key, value in part.__dict__.items():
+                setattr(stats, key, getattr(stats, key) + value)
 
 
 def _roll_back(dst: registry.Registry, repo: str, moved: list[str],

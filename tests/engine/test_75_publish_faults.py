@@ -189,17 +189,22 @@ def test_transient_503_and_429_are_retried_and_publish_completes(session, hub, s
     assert run.result["index_digest"] == _digest(hub, name, "nightly")
 
     # every injected fault was followed by a retry of the same request
+    # (the architectures copy side by side, so requests of the other arch may come in between)
     heads = proxy.requests("HEAD", r"/manifests/")
-    assert [e.status for e in heads[:3]] == [503, 503, 404] and heads[0].path == heads[1].path == heads[2].path
-    assert heads[1].start - heads[0].end >= DELAY - 0.1
+    failed = [e for e in heads if e.status == 503]
+    assert len(failed) == 2
+    for bad in failed:    # each 503 was retried on the same path, after the retry delay, and then answered
+        later = [e for e in heads if e.path == bad.path and e.start > bad.end]
+        assert later and later[-1].status in (200, 404) and later[0].start - bad.end >= DELAY - 0.1
     tag_puts = [e.status for e in proxy.requests("PUT", r"/manifests/nightly$")]
     assert tag_puts == [503, 201]
 
     # Retry-After honoured: the PATCH is retried no sooner than 4 s after the 429 was answered
     patches = proxy.requests("PATCH")
-    assert patches[0].status == 429 and patches[1].status == 202
-    assert patches[1].content_length == patches[0].content_length
-    waited = patches[1].start - patches[0].end
+    (limited,) = [e for e in patches if e.status == 429]
+    retry = next(e for e in patches if e.start > limited.end and e.content_length == limited.content_length)
+    assert retry.status == 202
+    waited = retry.start - limited.end
     assert waited >= 4 - 0.05, f"retried {waited:.2f} s after a 429 with Retry-After: 4"
     assert "retry 1/3 in 4s: copy blob" in run.stderr
     print(f"429 Retry-After 4: PATCH retried {waited:.2f} s later; publish took {run.seconds:.1f} s")
@@ -286,8 +291,9 @@ def test_persistent_blob_upload_failure_moves_no_tag_and_rerun_succeeds(session,
     assert line.startswith("ghbuild: registry error: copy blob sha256:")
     assert f"failed after {ATTEMPTS} attempts: PATCH blob" in line and "HTTP 500 UNAVAILABLE" in line
     patches = proxy.requests("PATCH")
-    assert len(patches) == ATTEMPTS and {e.status for e in patches} == {500}
-    assert len(proxy.requests("DELETE", r"/blobs/uploads/")) == ATTEMPTS      # no upload session leaked
+    # every blob copy that started (the arches and their blobs copy side by side) tried ATTEMPTS times
+    assert len(patches) >= ATTEMPTS and len(patches) % ATTEMPTS == 0 and {e.status for e in patches} == {500}
+    assert len(proxy.requests("DELETE", r"/blobs/uploads/")) == len(patches)  # no upload session leaked
     assert proxy.requests("PUT", r"/manifests/") == []                         # no manifest, no tag written
     assert tag_digests(hub, name, old_sha, sha) == before
     assert all(_digest(hub, name, digest) is None for digest in new.values())
