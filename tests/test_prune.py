@@ -10,18 +10,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
-import shutil
-import socket
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from fakes.registry_server import running_registry
 from fakes import dockerhub
 from fakes import github as ghfake
 from fakes.dockerhub import MT_OCI_INDEX, MT_OCI_MANIFEST, RegistryClient, sha256_digest
@@ -56,62 +50,12 @@ class Waits(list):
 # --------------------------------------------------------------------------- registry (one per test)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/v2/", timeout=1) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture
 def registry_url(tmp_path: Path):
-    binary = shutil.which("docker-registry")
-    if binary is None:
-        reason = "the docker-registry binary is not installed (apt-get install -y docker-registry)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
     root = tmp_path / "registry"
     root.mkdir()
-    proc, url = None, ""
-    for _attempt in range(3):  # a free port can be taken between the probe and the bind
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        config = root / "config.yml"
-        config.write_text(
-            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
-            f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
-            "  maintenance:\n    uploadpurging:\n      enabled: false\n"
-            f"http:\n  addr: 127.0.0.1:{port}\n")
-        with open(root / "registry.log", "ab") as log:
-            proc = subprocess.Popen([binary, "serve", str(config)], stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and proc.poll() is None and not _answers(url):
-            time.sleep(0.05)
-        if proc.poll() is None and _answers(url):
-            break
-        proc.kill()
-        proc.wait(5)
-        proc = None
-    if proc is None:
-        pytest.fail("docker-registry did not start: " + (root / "registry.log").read_text(errors="replace")[-2000:])
-    try:
+    with running_registry(root) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 @pytest.fixture

@@ -13,84 +13,25 @@ import email.utils
 import hashlib
 import json
 import os
-import shutil
 import socket
-import subprocess
 import time
-import urllib.error
-import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 
 from fakes.dockerhub import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
 from fakes.faultproxy import FaultProxy
+from fakes.registry_server import free_port, running_registry
 from ghbuild import registry
 from ghbuild.registry import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
 
 # --------------------------------------------------------------------------- the registry and the proxy
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _registry_answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/v2/", timeout=1) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture(scope="module")
 def registry_url(tmp_path_factory: pytest.TempPathFactory):
-    binary = shutil.which("docker-registry")
-    if binary is None:
-        reason = "the docker-registry binary is not installed (apt-get install -y docker-registry)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    root: Path = tmp_path_factory.mktemp("registry")
-    proc = None
-    url = ""
-    for _attempt in range(3):  # a free port can be taken between the probe and the bind
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        config = root / "config.yml"
-        config.write_text(
-            "version: 0.1\n"
-            "log:\n  level: error\n  accesslog:\n    disabled: true\n"
-            f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
-            "  maintenance:\n    uploadpurging:\n      enabled: false\n"
-            f"http:\n  addr: 127.0.0.1:{port}\n"
-        )
-        log = open(root / "registry.log", "ab")  # noqa: SIM115 - closed below
-        proc = subprocess.Popen([binary, "serve", str(config)], stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT)
-        log.close()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and proc.poll() is None and not _registry_answers(url):
-            time.sleep(0.05)
-        if proc.poll() is None and _registry_answers(url):
-            break
-        proc.kill()
-        proc.wait(5)
-        proc = None
-    if proc is None:
-        pytest.fail("docker-registry did not start: " + (root / "registry.log").read_text(errors="replace")[-2000:])
-    try:
+    with running_registry(tmp_path_factory.mktemp("registry")) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 @pytest.fixture
@@ -181,7 +122,7 @@ def test_resolve_succeeds_after_transient_errors(reg, proxy):
 
 
 def test_resolve_network_error_is_transient_not_missing():
-    port = _free_port()  # bound and closed: nobody listens
+    port = free_port()  # bound and closed: nobody listens
     c = Client(f"127.0.0.1:{port}", attempts=2, delay=0.25)
     with pytest.raises(TransientError, match="failed after 2 attempts: HEAD .*ConnectionError"):
         c.reg.resolve("t/x", "v1")
