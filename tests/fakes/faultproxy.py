@@ -192,6 +192,8 @@ class FaultProxy:
         self._up_host, self._up_port = u.hostname, u.port or 80
         self.upstream_timeout = upstream_timeout
         self._port = port
+        # Optional auth gate: gate(method, path, query, headers) -> None (forward) or (status, headers).
+        self.gate = None
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -346,7 +348,22 @@ class FaultProxy:
         length = int(length_header) if length_header and length_header.strip().isdigit() else None
         rule = self._take(method, split.path, split.query, length)
         state = {"req": 0, "resp": 0, "status": None, "action": "forward", "error": None}
+        gate = self.gate
+        refusal = gate(method, split.path, split.query, h.headers) if gate is not None else None
         try:
+            if refusal is not None:
+                # An auth gate in front of the registry (e.g. Bearer token checks): answer instead of forwarding.
+                state["action"] = "gate"
+                for chunk in self._request_body(h):
+                    state["req"] += len(chunk)
+                status, headers = refusal
+                h.send_response(status)
+                for key, value in headers.items():
+                    h.send_header(key, value)
+                h.send_header("Content-Length", "0")
+                h.end_headers()
+                state["status"] = status
+                return
             if rule is not None and rule.action == "delay":
                 state["action"] = "delay"
                 self._stopping.wait(rule.seconds)
