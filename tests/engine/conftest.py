@@ -64,7 +64,7 @@ def _unavailable(reason: str) -> None:
     message = f"engine tests need the local services (python -m ghbuild.infra up): {reason}"
     if os.environ.get("CI") == "true":
         pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    pytest.skip(reason=message)
 
 
 def _ensure_services() -> dict[str, str]:

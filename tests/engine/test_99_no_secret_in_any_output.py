@@ -10,8 +10,8 @@ pytestmark = pytest.mark.engine
 
 
 def test_no_secret_in_any_ghbuild_output(session):
-    if not session.runs:
-        pytest.skip("no ghbuild run in this session")
+    if not session.runs:   # this file run alone: give the scan a run to read
+        session.ghbuild("secret-scan", "--push", "--dry-run")
     leaks = []
     for run in session.runs:
         for stream, text in (("stdout", run.stdout), ("stderr", run.stderr)):
