@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from .common import atomic_write_json, info, state_dir
+from .common import AbortWait, InfraError, atomic_write_json, info, last_line_of, state_dir, wait_until
 
 STATE_VERSION = 1
 
@@ -212,3 +212,23 @@ def stop(record: Mapping, timeout: float = 20.0) -> str:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
     return outcome
+
+
+def start_and_wait(state: dict, step: str, cmd: Sequence[str], *, log: Path, env: Mapping[str, str], port: int,
+                   ready, what: str, timeout: float, interval: float, cwd: Path) -> subprocess.Popen:
+    """Spawn a service, record it in the state file, and wait until `ready()`; a service that dies or never
+    answers is an InfraError naming the step, its last log line and the log file."""
+    popen, rec = spawn(step, list(cmd), log=log, cwd=cwd, env=dict(env), extra={"port": port})
+    state["processes"].append(rec)
+    save_state(state)
+    name = Path(cmd[0]).name
+    try:
+        ok = wait_until(ready, timeout=timeout, interval=interval,
+                        abort=lambda: f"{name} exited with {popen.returncode}" if popen.poll() is not None else None)
+    except AbortWait as exc:
+        drop_record(state, step)
+        save_state(state)
+        raise InfraError(step, f"{exc}: {last_line_of(log)} (log: {log})") from None
+    if not ok:
+        raise InfraError(step, f"{what} did not answer within {timeout:.0f} s (log: {log})")
+    return popen

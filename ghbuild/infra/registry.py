@@ -15,13 +15,11 @@ from .common import (
     BASE_SUITE,
     DOCKER_CLI,
     LOOPBACK,
-    AbortWait,
     InfraError,
     atomic_write,
     docker_env,
     http,
     info,
-    last_line_of,
     listener_description,
     logs_dir,
     port_open,
@@ -117,22 +115,9 @@ def ensure_registry(state: dict, role: str, port: int) -> None:
         raise InfraError(step_name, f"{REGISTRY_BIN} missing (package docker-registry not installed?)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("REGISTRY_")}
     log = logs_dir() / f"registry-{role}.log"
-    popen, rec = procs.spawn(step_name, [REGISTRY_BIN, "serve", str(cfg)], log=log, cwd=repo_root(), env=env, extra={"port": port})
-    state["processes"].append(rec)
-    procs.save_state(state)
-    try:
-        ok = wait_until(
-            lambda: v2_ok(port),
-            timeout=START_TIMEOUT,
-            interval=0.2,
-            abort=lambda: f"docker-registry exited with {popen.returncode}" if popen.poll() is not None else None,
-        )
-    except AbortWait as exc:
-        procs.drop_record(state, step_name)
-        procs.save_state(state)
-        raise InfraError(step_name, f"{exc}: {last_line_of(log)} (log: {log})") from None
-    if not ok:
-        raise InfraError(step_name, f"GET http://{LOOPBACK}:{port}/v2/ did not answer 200 within {START_TIMEOUT:.0f} s (log: {log})")
+    popen = procs.start_and_wait(state, step_name, [REGISTRY_BIN, "serve", str(cfg)], log=log, env=env, port=port,
+                                 ready=lambda: v2_ok(port), what=f"GET http://{LOOPBACK}:{port}/v2/",
+                                 timeout=START_TIMEOUT, interval=0.2, cwd=repo_root())
     info(f"{step_name}: started pid {popen.pid} on {LOOPBACK}:{port} (data: {registry_dir(role) / 'data'})")
 
 

@@ -13,11 +13,9 @@ from . import procs
 from .common import (
     LOOPBACK,
     SCCACHE_BUCKET,
-    AbortWait,
     InfraError,
     http,
     info,
-    last_line_of,
     listener_description,
     logs_dir,
     port_open,
@@ -68,22 +66,9 @@ def ensure_s3(state: dict, port: int, moto_server: Path) -> None:
             if k.startswith(("MOTO_", "AWS_")):
                 env.pop(k)
         cmd = [str(moto_server), "-H", LOOPBACK, "-p", str(port)]
-        popen, rec = procs.spawn(ROLE, cmd, log=log, cwd=repo_root(), env=env, extra={"port": port})
-        state["processes"].append(rec)
-        procs.save_state(state)
-        try:
-            ok = wait_until(
-                lambda: s3_answers(port),
-                timeout=START_TIMEOUT,
-                interval=0.25,
-                abort=lambda: f"moto_server exited with {popen.returncode}" if popen.poll() is not None else None,
-            )
-        except AbortWait as exc:
-            procs.drop_record(state, ROLE)
-            procs.save_state(state)
-            raise InfraError("s3", f"{exc}: {last_line_of(log)} (log: {log})") from None
-        if not ok:
-            raise InfraError("s3", f"moto_server did not answer on {LOOPBACK}:{port} within {START_TIMEOUT:.0f} s (log: {log})")
+        popen = procs.start_and_wait(state, ROLE, cmd, log=log, env=env, port=port, ready=lambda: s3_answers(port),
+                             what=f"moto_server on {LOOPBACK}:{port}", timeout=START_TIMEOUT, interval=0.25,
+                             cwd=repo_root())
         info(f"s3: started moto_server pid {popen.pid} on {LOOPBACK}:{port}")
     if bucket_exists(port):
         info(f"s3: bucket {SCCACHE_BUCKET} present")
