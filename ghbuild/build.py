@@ -42,6 +42,8 @@ class BuildRequest:
     backend: str | None = None
     require_digest_base: bool = False
     echo: bool = True
+    tags: tuple[str, ...] | None = None            # instead of the plan's staging tags (ensure-base)
+    labels: Mapping[str, str] = field(default_factory=dict)   # added to the plan's labels
 
 
 @dataclass
@@ -133,6 +135,10 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     image_opts = options.images[job.image]
     if request.target:
         job = replace(job, target=request.target)
+    if request.tags is not None:
+        job = replace(job, tags=tuple(request.tags), push=bool(request.tags) and plan.trust.registry_write)
+    if request.labels:
+        job = replace(job, labels={**job.labels, **request.labels})
     project = options.project_dir
     dockerfile_path = project / job.dockerfile
     if not dockerfile_path.is_file():
@@ -144,10 +150,15 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         raise ConfigError(f"images.{job.image}.target: stage {job.target!r} is not in {job.dockerfile} "
                           f"(stages: {', '.join(s.label for s in stages)})")
 
-    base_image = request.base_image or image_opts.base_image or options.build.base_image
-    if request.require_digest_base and not (base_image and naming.is_digest_ref(base_image)):
+    # An image with a content-addressed `base` takes BASE_IMAGE only from --base-image (ensure-base's ref).
+    base_image = request.base_image or (None if image_opts.base else image_opts.base_image or options.build.base_image)
+    # An image built on a content-addressed base takes it only by digest (SPEC 3: fail closed).
+    require_digest = request.require_digest_base or bool(image_opts.base)
+    if require_digest and not (base_image and naming.is_digest_ref(base_image)):
+        why = (f"images.{job.image}.base is {image_opts.base!r}: pass the ref `ghbuild ensure-base --image "
+               f"{image_opts.base}` printed" if image_opts.base else "--require-digest-base")
         raise InvalidReferenceError(f"--base-image: {base_image or '(none)'} is not digest-pinned "
-                                    "(name@sha256:<64 hex>); refusing a mutable base")
+                                    f"(name@sha256:<64 hex>); refusing a mutable base ({why})")
 
     push = request.push and job.push
     warnings: list[str] = []

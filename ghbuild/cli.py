@@ -71,6 +71,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="do not echo the build log")
     _context_flags(p)
 
+    p = sub.add_parser("identity", help="the content identity of a base image (SPEC 3): what ensure-base looks up")
+    p.add_argument("--config", metavar="PATH", help="config file")
+    p.add_argument("--image", required=True, metavar="NAME", help="content-addressed image (with [identity])")
+    p.add_argument("--arch", choices=("amd64", "arm64"), help="architecture (default: the image's first)")
+    p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE (overrides images.<name>.base-image)")
+    p.add_argument("--json", action="store_true", help="print identity, inputs and parts as JSON")
+    _context_flags(p)
+
+    p = sub.add_parser("ensure-base", help="find a content-addressed base by identity, or build and push it; "
+                                           "prints its name@sha256 ref")
+    p.add_argument("--config", metavar="PATH", help="config file")
+    p.add_argument("--image", required=True, metavar="NAME", help="content-addressed image (with [identity])")
+    p.add_argument("--arch", choices=("amd64", "arm64"), help="architecture (default: the image's first)")
+    p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE (overrides images.<name>.base-image)")
+    p.add_argument("--dry-run", action="store_true", help="look up, but build and push nothing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--quiet", action="store_true", help="do not echo the build log")
+    _context_flags(p)
+
     p = sub.add_parser("publish", help="publish nightly tags and multi-arch manifests from staging")
     pub = p.add_subparsers(dest="publish_command", metavar="KIND", parser_class=_Parser, required=True)
     n = pub.add_parser("nightly", help="nightly-<arch> tags and the nightly / nightly-<sha> manifests")
@@ -139,10 +158,79 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     for warning in plan.warnings:
         gha.annotate("warning", warning)
     matrix = plan.matrix()
+    identities = {}
+    base_jobs = [job for job in plan.jobs if job.identity_prefix]
+    if base_jobs:  # the identity needs git and the base image digests: only when there are bases
+        from ghbuild import config, ensure_base, publish
+
+        options = config.load(args.config, os.environ, Path.cwd())
+        resolve = ensure_base.registry_resolver(publish.default_factory(os.environ, _log))
+        identities = {job.id: ensure_base.compute_identity(options, job, resolve).identity for job in base_jobs}
+    bases = plan.bases_matrix(identities)
     gha.set_output("matrix", matrix)
+    gha.set_output("bases", bases)
+    gha.set_output("bases-count", str(len(bases["include"])))
     gha.set_output("trusted", "true" if plan.trust.trusted else "false")
-    gha.set_output("jobs", str(len(plan.jobs)))
+    gha.set_output("jobs", str(len(matrix["include"])))
     print(json.dumps(matrix, separators=(",", ":")))
+    return 0
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _base_job_args(args: argparse.Namespace):
+    from ghbuild import config, context, planner
+
+    options = config.load(args.config, os.environ, Path.cwd())
+    if args.image not in options.images:
+        raise UsageError(f"--image {args.image}: no such image (known: {', '.join(options.images)})")
+    image = options.images[args.image]
+    if image.identity is None:
+        raise UsageError(f"--image {args.image}: not content-addressed (add [images.{args.image}.identity] "
+                         f"to {options.config_path.name})")
+    arch = args.arch or image.arches[0]
+    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    plan = planner.plan(ctx, options, images=[args.image], arches=[arch])
+    for warning in plan.warnings:
+        gha.annotate("warning", warning)
+    return options, plan, arch
+
+
+def cmd_identity(args: argparse.Namespace) -> int:
+    from ghbuild import ensure_base, publish
+
+    options, plan, arch = _base_job_args(args)
+    job = plan.job(args.image, arch)
+    resolve = ensure_base.registry_resolver(publish.default_factory(os.environ, _log))
+    result = ensure_base.compute_identity(options, job, resolve, args.base_image)
+    gha.set_output("identity", result.identity)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result.identity)
+    return 0
+
+
+def cmd_ensure_base(args: argparse.Namespace) -> int:
+    from ghbuild import ensure_base, publish, render
+
+    options, plan, arch = _base_job_args(args)
+    result = ensure_base.ensure(plan, options, args.image, arch, os.environ,
+                                publish.default_factory(os.environ, _log), base_image=args.base_image,
+                                dry_run=args.dry_run, echo=not args.quiet)
+    gha.set_output("ref", result.ref or "")
+    gha.set_output("digest", result.digest or "")
+    gha.set_output("identity", result.identity)
+    gha.set_output("built", "true" if result.built else "false")
+    gha.add_summary(render.ensure_base_summary(result))
+    if args.json:
+        data = result.to_dict()
+        data.pop("identity_detail", None)
+        print(json.dumps(data, indent=2))
+    else:
+        print(result.ref or f"(dry run: would build and push {result.found_at})")
     return 0
 
 
@@ -269,8 +357,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "publish": cmd_publish,
-            "prune": cmd_prune, "schema": cmd_schema}
+COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
+            "ensure-base": cmd_ensure_base, "publish": cmd_publish, "prune": cmd_prune, "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

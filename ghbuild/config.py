@@ -20,7 +20,8 @@ from typing import Any
 from ghbuild import naming, sccache
 from ghbuild.errors import ConfigError, InvalidReferenceError
 from ghbuild.options import (
-    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, BuildOptions, ImageOptions, Options, PublishOptions,
+    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, BuildOptions, IdentityOptions, ImageOptions, Options,
+    PublishOptions,
     RegistryOptions, SccacheOptions, TrustOptions, parse_size,
 )
 
@@ -360,7 +361,10 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
             base_image=img.get("base-image") or None,
             size_budget=size_budget,
             stage_budgets=stage_budgets,
+            identity=_identity(name, img.get("identity")),
+            base=img.get("base") or None,
         )
+    _check_bases(images, where)
 
     sc = data.get("sccache", {})
     endpoint = sc.get("endpoint", "")
@@ -403,6 +407,36 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
                       trust=trust, publish=publish, sources=sources)
     _check_repositories(options, where)
     return options
+
+
+def _identity(name: str, data: dict[str, Any] | None) -> IdentityOptions | None:
+    if data is None:
+        return None
+    return IdentityOptions(version=data["version"], inputs=tuple(data.get("inputs", ())),
+                           prefix=data.get("prefix") or name)
+
+
+def _check_bases(images: dict[str, ImageOptions], where: _Where) -> None:
+    """`base` names a content-addressed image built for every platform of the image using it."""
+    for image in images.values():
+        if not image.base:
+            continue
+        key = f"images.{image.name}.base"
+        base = images.get(image.base)
+        if base is None:
+            raise ConfigError(f"{where(key)}: no image named {image.base!r} (known: {', '.join(images)})")
+        if base.identity is None:
+            raise ConfigError(f"{where(key)}: image {image.base!r} has no [images.{image.base}.identity] "
+                              "table, so it has no content address to hand over by digest")
+        if base.base:
+            raise ConfigError(f"{where(key)}: image {image.base!r} itself builds on {base.base!r}; "
+                              "chains of content-addressed bases are not supported")
+        missing = [p for p in image.platforms if p not in base.platforms]
+        if missing:
+            raise ConfigError(f"{where(key)}: {image.base!r} is not built for {', '.join(missing)}")
+        if image.base_image:
+            raise ConfigError(f"{where(f'images.{image.name}.base-image')}: set either base-image or base, "
+                              "not both")
 
 
 def _check_repositories(options: Options, where: _Where) -> None:

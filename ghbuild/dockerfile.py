@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<base>\S+)(?:\s+AS\s+(?P<name>\S+))?\s*$", re.I)
@@ -22,6 +22,7 @@ class Stage:
     base: str          # a previous stage's name, or an image reference (ARGs not expanded)
     history_entries: int = 0   # how many image-history entries the stage's own instructions add
     uses: tuple[str, ...] = ()  # stages or images named by COPY --from= / RUN --mount=...,from=
+    text: str = ""             # the stage's instructions, one logical line each, comments dropped
 
     @property
     def label(self) -> str:
@@ -32,7 +33,8 @@ def _logical_lines(text: str):
     buffer = ""
     for raw in text.splitlines():
         stripped = raw.strip()
-        if not buffer and (not stripped or stripped.startswith("#")):
+        # Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does).
+        if not stripped or stripped.startswith("#"):
             continue
         if raw.rstrip().endswith("\\"):
             buffer += raw.rstrip()[:-1] + " "
@@ -44,19 +46,29 @@ def _logical_lines(text: str):
 
 
 def stages(path: Path) -> list[Stage]:
+    return parse(path)[1]
+
+
+def parse(path: Path) -> tuple[str, list[Stage]]:
+    """The global preamble (ARGs before the first FROM, which FROM lines may use) and the stages."""
+    preamble: list[str] = []
     result: list[Stage] = []
     for line in _logical_lines(path.read_text("utf-8")):
         match = _FROM_RE.match(line)
         if match:
             result.append(Stage(index=len(result), name=(match.group("name") or "").lower() or None,
-                                base=match.group("base")))
+                                base=match.group("base"), text=line.strip() + "\n"))
             continue
+        if not result:
+            preamble.append(line.strip() + "\n")
+            continue
+        last = result[-1]
         word = line.split(None, 1)[0].lower() if line.strip() else ""
-        if result and word and word not in _NO_HISTORY:
-            last = result[-1]
-            uses = tuple(dict.fromkeys(last.uses + tuple(r.lower() for r in _FROM_REF_RE.findall(line))))
-            result[-1] = Stage(last.index, last.name, last.base, last.history_entries + 1, uses)
-    return result
+        counts = bool(word) and word not in _NO_HISTORY
+        uses = tuple(dict.fromkeys(last.uses + tuple(r.lower() for r in _FROM_REF_RE.findall(line))))
+        result[-1] = replace(last, history_entries=last.history_entries + counts, uses=uses,
+                             text=last.text + line.strip() + "\n")
+    return "".join(preamble), result
 
 
 def parent(stage: Stage, all_stages: list[Stage]) -> Stage | None:

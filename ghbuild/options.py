@@ -42,6 +42,15 @@ def format_size(size: int) -> str:
 
 
 @dataclass(frozen=True)
+class IdentityOptions:
+    """A content-addressed base image (SPEC 3): what its identity is made of."""
+
+    version: str
+    inputs: tuple[str, ...] = ()
+    prefix: str = ""
+
+
+@dataclass(frozen=True)
 class ImageOptions:
     name: str
     dockerfile: str
@@ -56,6 +65,8 @@ class ImageOptions:
     base_image: str | None = None
     size_budget: int | None = None                                   # bytes
     stage_budgets: Mapping[str, int] = field(default_factory=dict)   # bytes per stage
+    identity: IdentityOptions | None = None   # set: a content-addressed base, built by ensure-base
+    base: str | None = None                   # name of the content-addressed image this one builds FROM
 
     @property
     def arches(self) -> tuple[str, ...]:

@@ -60,6 +60,17 @@ class Job:
     gha_scope: str | None
     labels: dict[str, str]
     secrets: bool
+    base: str | None = None                 # the content-addressed image this one builds FROM
+    identity_prefix: str | None = None      # set: this image is content-addressed (built by ensure-base)
+    canonical_staging_repository: str | None = None
+
+
+@dataclass(frozen=True)
+class BaseRefs:
+    """Where a content-addressed image is looked up (in order) and where this run may write it."""
+
+    read: tuple[str, ...]
+    write: str | None
 
 
 @dataclass(frozen=True)
@@ -112,11 +123,22 @@ class Plan:
         }
 
     def matrix(self) -> dict[str, Any]:
-        """`{"include": [...]}` for `strategy.matrix: ${{ fromJSON(...) }}`."""
+        """`{"include": [...]}` for `strategy.matrix: ${{ fromJSON(...) }}`: the per-commit builds.
+
+        Content-addressed images are not in it: `ensure-base` finds or builds them (see bases_matrix).
+        """
         return {"include": [
             {"id": j.id, "image": j.image, "arch": j.arch, "platform": j.platform,
-             "runs_on": list(j.runs_on), "push": j.push}
-            for j in self.jobs
+             "runs_on": list(j.runs_on), "push": j.push, "base": j.base or ""}
+            for j in self.jobs if not j.identity_prefix
+        ]}
+
+    def bases_matrix(self, identities: dict[str, str]) -> dict[str, Any]:
+        """One entry per content-addressed image x arch, with its identity (by job id)."""
+        return {"include": [
+            {"id": j.id, "image": j.image, "arch": j.arch, "platform": j.platform,
+             "runs_on": list(j.runs_on), "identity": identities[j.id]}
+            for j in self.jobs if j.identity_prefix
         ]}
 
 
@@ -267,8 +289,30 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
         runs_on=image.runners[arch], dockerfile=image.dockerfile, context=image.context, target=image.target,
         build_args=dict(image.build_args), staging_repository=staging or None, tags=tuple(tags), push=push,
         cache_from=tuple(cache_from), cache_to=tuple(cache_to), gha_scope=gha_scope, labels=labels,
-        secrets=trust.secrets,
+        secrets=trust.secrets, base=image.base,
+        identity_prefix=image.identity.prefix if image.identity else None,
+        canonical_staging_repository=staging_template and expand_repository(
+            staging_template, image.name, canonical_owner),
     )
+
+
+def base_refs(plan: Plan, job: Job, identity: str) -> BaseRefs:
+    """SPEC 2+3: the canonical `<prefix>-<identity>` first, then this scope's own ref; only a trusted
+    run writes the canonical one. An untrusted run writes `<scope>-<prefix>-<identity>` in its own
+    namespace, so nothing outside the trusted branch can put bytes behind a canonical identity tag.
+    """
+    if not job.identity_prefix:
+        raise UsageError(f"--image {job.image}: not content-addressed (no [images.{job.image}.identity])")
+    if not job.staging_repository or not job.canonical_staging_repository:
+        raise UsageError(f"--image {job.image}: a content-addressed image needs a staging repository "
+                         "(registries.staging or images.<name>.staging)")
+    trust = plan.trust
+    canonical = f"{job.canonical_staging_repository}:{naming.sanitize_tag(f'{job.identity_prefix}-{identity}')}"
+    if trust.trusted:
+        return BaseRefs(read=(canonical,), write=canonical if trust.registry_write else None)
+    own_tag = naming.sanitize_tag(trust.scope, suffix=f"-{job.identity_prefix}-{identity}")
+    own = f"{job.staging_repository}:{own_tag}"
+    return BaseRefs(read=(canonical, own), write=own if trust.registry_write else None)
 
 
 def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
@@ -279,9 +323,11 @@ def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
             raise UsageError(f"--image {name}: no such image in {options.config_path.name} "
                              f"(known: {', '.join(options.images)})")
     trust, warnings = decide_trust(ctx, options)
+    selected = set(images or options.images)
+    selected |= {options.images[name].base for name in selected if options.images[name].base}
     jobs = []
     for image in options.images.values():
-        if images and image.name not in images:
+        if image.name not in selected:
             continue
         for platform in image.platforms:
             if arches and PLATFORM_ARCH[platform] not in arches:

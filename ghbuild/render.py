@@ -52,6 +52,28 @@ def _rate(rate) -> str:
     return f"{rate * 100:.1f} %" if isinstance(rate, (int, float)) else "-"
 
 
+def ensure_base_summary(result) -> str:
+    """Markdown for the job summary of `ensure-base`: found or built, where, and what the identity hashed."""
+    lines = [f"### ghbuild: base {result.image} ({result.arch})", "", "| | |", "|---|---|",
+             f"| identity | `{result.identity}` |"]
+    if result.dry_run:
+        lines.append(f"| outcome | dry run: {'would build and push ' + result.found_at if result.built else 'present'} |")
+    else:
+        lines.append(f"| outcome | {'built and pushed' if result.built else 'present: build skipped'} |")
+    lines.append(f"| ref | `{result.ref or '-'}` |")
+    lines.append(f"| looked up | {', '.join(f'`{r}`' for r in result.looked_up)} |")
+    detail = result.identity_detail or {}
+    if detail:
+        lines += ["", "<details><summary>What the identity hashes</summary>", "",
+                  f"- version `{detail.get('version')}`, platform `{detail.get('platform')}`",
+                  f"- stages: {', '.join(detail.get('stages', []))}",
+                  f"- {len(detail.get('inputs', []))} input files"]
+        lines += [f"- FROM `{ref}` = `{digest}`" for ref, digest in detail.get("bases", {}).items()]
+        lines += [f"- build arg `{k}`" for k in detail.get("build_args", {})]
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
 def build_summary(report) -> str:
     """Markdown for the job summary: digest, caches, sccache per stage and language, layers, timings."""
     from ghbuild.options import format_size

@@ -236,11 +236,11 @@ def test_matrix_shape(project):
     assert list(matrix) == ["include"]
     assert matrix["include"] == [
         {"id": "cpu-amd64", "image": "cpu", "arch": "amd64", "platform": "linux/amd64",
-         "runs_on": ["ubuntu-24.04"], "push": False},
+         "runs_on": ["ubuntu-24.04"], "push": False, "base": ""},
         {"id": "cpu-arm64", "image": "cpu", "arch": "arm64", "platform": "linux/arm64",
-         "runs_on": ["ubuntu-24.04-arm"], "push": False},
+         "runs_on": ["ubuntu-24.04-arm"], "push": False, "base": ""},
         {"id": "rocm-amd64", "image": "rocm", "arch": "amd64", "platform": "linux/amd64",
-         "runs_on": ["self-hosted", "linux", "rocm"], "push": False},
+         "runs_on": ["self-hosted", "linux", "rocm"], "push": False, "base": ""},
     ]
 
 

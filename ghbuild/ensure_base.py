@@ -1,0 +1,185 @@
+"""`ghbuild identity` and `ghbuild ensure-base`: content-addressed base images (SPEC 3).
+
+ensure-base computes the base's identity, looks `<prefix>-<identity>` up (canonical ref first, then
+this scope's own ref), and hands over `name@sha256:...` when a ref is present with matching identity
+labels. Only a confirmed miss everywhere builds it (through the normal build path, labelled with the
+identity), pushes it to the one ref this run may write, and checks the labels on the pushed digest.
+A lookup that fails (network, 5xx, auth) fails the command: a failure is never taken for a miss, so
+nothing is ever rebuilt over a ref that exists.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ghbuild import identity as ident
+from ghbuild import naming
+from ghbuild.errors import ConfigError, GhbuildError, TrustError
+from ghbuild.options import Options
+from ghbuild.planner import Job, Plan, base_refs
+
+LABEL_IDENTITY = "org.ghbuild.identity"
+LABEL_VERSION = "org.ghbuild.identity.version"
+LABEL_PLATFORM = "org.ghbuild.identity.platform"
+
+RegistryFactory = Callable[[str], Any]   # host -> ghbuild.registry.Registry
+
+
+class BaseMismatchError(GhbuildError):
+    """A ref named by an identity holds an image whose labels say something else."""
+
+    exit_code = 12
+    kind = "registry error"
+
+
+@dataclass
+class EnsureResult:
+    image: str
+    arch: str
+    identity: str
+    ref: str | None               # name@sha256:<64 hex>
+    digest: str | None
+    built: bool
+    found_at: str | None          # the tag it was found at, or written to
+    looked_up: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    build_report: dict[str, Any] | None = None
+    identity_detail: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def split_reference(ref: str) -> tuple[str, str, str]:
+    """`host/repo:tag` or `host/repo@sha256:..` -> (host, repo, tag-or-digest); Docker Hub by default."""
+    name, sep, digest = ref.partition("@")
+    if sep:
+        tag = digest
+    else:
+        slash = name.rfind("/")
+        colon = name.rfind(":")
+        name, tag = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
+    first, _, rest = name.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first, rest, tag
+    return "docker.io", name, tag
+
+
+def pinned(ref: str, digest: str) -> str:
+    """`name:tag` + digest -> `name@digest` (the tag dropped: the digest is what is meant)."""
+    name = ref.partition("@")[0]
+    slash, colon = name.rfind("/"), name.rfind(":")
+    return f"{name[:colon] if colon > slash else name}@{digest}"
+
+
+def registry_resolver(factory: RegistryFactory) -> ident.Resolver:
+    def resolve(ref: str) -> str:
+        host, repo, tag = split_reference(ref)
+        desc = factory(host).resolve(repo, tag)
+        if desc is None:
+            raise ConfigError(f"base image {ref} does not exist in its registry (the identity needs its digest)")
+        return desc.digest
+    return resolve
+
+
+def compute_identity(options: Options, job: Job, resolve: ident.Resolver,
+                     base_image: str | None = None) -> ident.Identity:
+    image = options.images[job.image]
+    assert image.identity is not None
+    project = options.project_dir
+    root = ident.repository_root(project)
+    patterns = ident.root_patterns(root, project, image.identity.inputs)
+    inputs = ident.git_inputs(root, patterns)
+    base = base_image or image.base_image or options.build.base_image
+    arg_values = {**image.build_args, **({"BASE_IMAGE": base} if base else {})}
+    stages = ident.stage_source(project / image.dockerfile, image.target, arg_values)
+    bases = ident.base_digests(stages.external, resolve)
+    return ident.compute(version=image.identity.version, platform=job.platform, inputs=inputs, stages=stages,
+                         build_args=image.build_args, bases=bases)
+
+
+def _image_labels(reg, repo: str, digest: str, platform: str) -> tuple[str, dict[str, str]]:
+    """(single-image digest, labels) behind a digest; an index is narrowed to the platform's entry."""
+    manifest = reg.get_manifest(repo, digest)
+    if manifest.is_index:
+        child = manifest.platforms().get(platform)
+        if child is None:
+            raise BaseMismatchError(f"{reg.host}/{repo}@{digest} has no {platform} image")
+        manifest = reg.get_manifest(repo, child.digest)
+    config = json.loads(reg.read_blob(repo, manifest.data["config"]["digest"]))
+    labels = (config.get("config") or {}).get("Labels") or {}
+    return manifest.digest, labels
+
+
+def _check_labels(where: str, labels: Mapping[str, str], identity: str) -> None:
+    found = labels.get(LABEL_IDENTITY)
+    if found != identity:
+        raise BaseMismatchError(
+            f"{where}: its {LABEL_IDENTITY} label is {found or '(missing)'}, not {identity}; refusing to use it "
+            "or to build over it (delete the tag if it is known to be wrong)")
+
+
+def labels_for(identity: ident.Identity) -> dict[str, str]:
+    return {LABEL_IDENTITY: identity.identity, LABEL_VERSION: identity.version, LABEL_PLATFORM: identity.platform}
+
+
+def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str, str], factory: RegistryFactory,
+           *, base_image: str | None = None, dry_run: bool = False, echo: bool = True,
+           log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> EnsureResult:
+    job = plan.job(image, arch)
+    identity = compute_identity(options, job, registry_resolver(factory), base_image)
+    refs = base_refs(plan, job, identity.identity)
+    result = EnsureResult(image=image, arch=arch, identity=identity.identity, ref=None, digest=None, built=False,
+                          found_at=None, dry_run=dry_run, identity_detail=identity.to_dict())
+
+    for ref in refs.read:
+        host, repo, tag = split_reference(ref)
+        reg = factory(host)
+        result.looked_up.append(ref)
+        desc = reg.resolve(repo, tag)            # raises on anything but a confirmed 404
+        if desc is None:
+            log(f"ensure-base: {ref}: not there")
+            continue
+        digest, labels = _image_labels(reg, repo, desc.digest, job.platform)
+        _check_labels(ref, labels, identity.identity)
+        result.ref, result.digest, result.found_at = f"{host}/{repo}@{digest}", digest, ref
+        log(f"ensure-base: {ref}: present with identity {identity.identity[:12]}: no build")
+        return result
+
+    if refs.write is None:
+        raise TrustError(
+            f"{image}/{arch}: base identity {identity.identity[:12]} is in no registry "
+            f"({', '.join(refs.read)}) and this run may not push it ({plan.trust.reason}); "
+            "a trusted run (or one with registry credentials) has to build it first")
+    result.built, result.found_at = True, refs.write
+    if dry_run:
+        log(f"ensure-base: would build {image}/{arch} and push {refs.write}")
+        return result
+
+    from ghbuild import build
+
+    resolved_base = base_image or options.images[image].base_image or options.build.base_image
+    if resolved_base and not naming.is_digest_ref(resolved_base) and resolved_base in identity.bases:
+        # Build FROM exactly the digest the identity hashed, not whatever the tag says by now.
+        resolved_base = pinned(resolved_base, identity.bases[resolved_base])
+    request = build.BuildRequest(image=image, arch=arch, push=True, base_image=resolved_base, echo=echo,
+                                 tags=(refs.write,), labels=labels_for(identity))
+    report = build.run(plan, options, request, env)
+    result.build_report = report.to_dict()
+    build.outputs(report)
+    if report.budget_failures:
+        raise build.BudgetError("; ".join(report.budget_failures))
+    host, repo, tag = split_reference(refs.write)
+    reg = factory(host)
+    desc = reg.resolve(repo, tag)
+    if desc is None:
+        raise BaseMismatchError(f"{refs.write}: not in the registry after the push")
+    digest, labels = _image_labels(reg, repo, desc.digest, job.platform)
+    _check_labels(f"{refs.write} (just pushed)", labels, identity.identity)
+    result.ref, result.digest = f"{host}/{repo}@{digest}", digest
+    log(f"ensure-base: built and pushed {refs.write} -> {result.ref}")
+    return result

@@ -1,0 +1,279 @@
+"""The content identity of a base image (SPEC 3).
+
+sha256 over: a version string, the declared input files as git's index has them (path, mode, content
+id; a symlink's content is its target), the text of the Dockerfile stages the image builds (and the
+global ARGs they may use), the resolved build args, the platform, and the digest of every image the
+stages build FROM or copy from. Equal identity means "this image would be built from the same inputs".
+
+Fast on big trees: for a file the worktree has not changed, git's own blob id in the index is the
+content id, so only files `git diff-files` reports are read and hashed here (the blob id is a hash of
+the same bytes, so both routes give one answer; `reference_inputs` is the slow route, kept for tests
+and the benchmark). Permission drift in the worktree (0664 vs 0644 on shared CI workers) and untracked
+files never count: the mode is the index's, and only indexed paths are inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ghbuild import dockerfile
+from ghbuild.errors import ConfigError, ContextError
+
+SCHEME = "ghbuild-identity/1"
+MISSING = "missing"
+_ARG_RE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
+_ARG_LINE_RE = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<value>.*))?$", re.I)
+
+
+class GitError(ContextError):
+    """git could not list the inputs (not a checkout, git missing, dubious ownership, ...)."""
+
+
+@dataclass(frozen=True)
+class InputEntry:
+    path: str     # repository-root relative, '/' separated
+    mode: str     # the index's mode: 100644, 100755, 120000 (symlink), 160000 (submodule); or "missing"
+    oid: str      # git object id of the content (a symlink: of its target); "" when missing
+    source: str   # "index" (clean: git's blob id), "worktree" (changed: hashed here), "missing"
+
+    def key(self) -> list[str]:
+        return [self.path, self.mode, self.oid]
+
+
+@dataclass(frozen=True)
+class Identity:
+    identity: str
+    version: str
+    platform: str
+    inputs: tuple[InputEntry, ...]
+    stages: tuple[str, ...]
+    build_args: Mapping[str, str]
+    bases: Mapping[str, str]                 # image ref as written (ARGs expanded) -> digest
+    parts: Mapping[str, str] = field(default_factory=dict)   # part -> sha256, to see what changed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "identity": self.identity, "version": self.version, "platform": self.platform,
+            "inputs": [e.__dict__ for e in self.inputs], "stages": list(self.stages),
+            "build_args": dict(self.build_args), "bases": dict(self.bases), "parts": dict(self.parts),
+        }
+
+
+# --------------------------------------------------------------------------- git
+
+def _git(root: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
+    # --no-optional-locks: never rewrite the index as a side effect (another job may be using it).
+    argv = ["git", "--no-optional-locks", "-C", str(root), *args]
+    try:
+        proc = subprocess.run(argv, input=input_bytes, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise GitError("git is not installed; the identity is computed from git's index") from None
+    if proc.returncode != 0:
+        message = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["failed"])[-1]
+        raise GitError(f"git {args[0]} in {root}: {message}")
+    return proc.stdout
+
+
+def repository_root(path: Path) -> Path:
+    return Path(_git(path, "rev-parse", "--show-toplevel").decode().strip())
+
+
+def object_format(root: Path) -> str:
+    """sha1 for most repositories; sha256 for repositories created with --object-format=sha256."""
+    try:
+        return _git(root, "rev-parse", "--show-object-format").decode().strip() or "sha1"
+    except GitError:
+        return "sha1"
+
+
+def blob_id(data: bytes, algorithm: str = "sha1") -> str:
+    """git's object id for a blob with this content (what `git hash-object` prints, without filters)."""
+    h = hashlib.new(algorithm)
+    h.update(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def root_patterns(root: Path, project_dir: Path, patterns: Sequence[str]) -> list[str]:
+    """Config patterns (relative to the config file's folder) as repository-root relative pathspecs."""
+    prefix = PurePosixPath(Path(os.path.relpath(project_dir.resolve(), root.resolve())).as_posix())
+    out = []
+    for pattern in patterns:
+        if pattern.startswith("/") or re.match(r"^[A-Za-z]:", pattern):
+            raise ConfigError(f"identity input {pattern!r}: must be relative to the config file's folder")
+        joined = os.path.normpath(str(prefix / pattern)).replace(os.sep, "/")
+        if joined == ".." or joined.startswith("../"):
+            raise ConfigError(f"identity input {pattern!r}: points outside the git repository")
+        out.append("" if joined == "." else joined)
+    return out
+
+
+def _pathspec(pattern: str) -> str:
+    # glob magic: `*` does not cross `/`, `**` does — the way people read globs in a config file.
+    return f":(top,glob){pattern or '**'}"
+
+
+def _ls_files(root: Path, pattern: str) -> list[tuple[str, str, str]]:
+    """(mode, object id, path) of the index entries a pattern matches (stage 0, or the first stage seen)."""
+    out = _git(root, "ls-files", "--stage", "-z", "--", _pathspec(pattern))
+    entries: dict[str, tuple[str, str, str]] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, oid, _stage = meta.decode().split(" ")
+        name = path.decode("utf-8", "surrogateescape")
+        entries.setdefault(name, (mode, oid, name))   # a conflicted path: its first stage
+    return list(entries.values())
+
+
+def _changed_paths(root: Path, patterns: Sequence[str]) -> set[str]:
+    """Index paths whose worktree file git cannot vouch for (content, type, deleted; stat differences too)."""
+    if not patterns:
+        return set()
+    out = _git(root, "diff-files", "--name-only", "-z", "--", *(_pathspec(p) for p in patterns))
+    return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def _worktree_entry(root: Path, path: str, index_mode: str, index_oid: str, algorithm: str) -> InputEntry:
+    if index_mode == "160000":   # a submodule: the commit the index records
+        return InputEntry(path, index_mode, index_oid, "index")
+    full = root / path
+    try:
+        if full.is_symlink():
+            data = os.fsencode(os.readlink(full))
+        else:
+            data = full.read_bytes()
+    except FileNotFoundError:
+        return InputEntry(path, MISSING, "", MISSING)
+    except IsADirectoryError:
+        return InputEntry(path, MISSING, "", MISSING)
+    return InputEntry(path, index_mode, blob_id(data, algorithm), "worktree")
+
+
+def _indexed(root: Path, patterns: Sequence[str]) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """path -> (index mode, object id) for everything the patterns match; and the patterns matching nothing."""
+    indexed: dict[str, tuple[str, str]] = {}
+    missing: list[str] = []
+    for pattern in patterns:
+        found = _ls_files(root, pattern)
+        if not found:
+            missing.append(pattern)
+        for mode, oid, path in found:
+            indexed[path] = (mode, oid)
+    return indexed, missing
+
+
+def git_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:
+    """The inputs the patterns name, fast: git's blob ids for clean files, hashing only changed ones.
+
+    A pattern that matches no indexed path is an input too ("missing"), so adding the file later
+    changes the identity.
+    """
+    algorithm = object_format(root)
+    indexed, missing = _indexed(root, patterns)
+    changed = _changed_paths(root, patterns) if indexed else set()
+    entries = []
+    for path, (mode, oid) in indexed.items():
+        if path in changed:
+            entries.append(_worktree_entry(root, path, mode, oid, algorithm))
+        else:
+            entries.append(InputEntry(path, mode, oid, "index"))
+    entries += [InputEntry(p or ".", MISSING, "", MISSING) for p in missing]
+    return sorted(entries, key=lambda e: (e.path, e.mode))
+
+
+def reference_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:
+    """The slow route to the same answer: read and hash every indexed file (tests and benchmarks)."""
+    algorithm = object_format(root)
+    indexed, missing = _indexed(root, patterns)
+    entries = [_worktree_entry(root, path, mode, oid, algorithm) for path, (mode, oid) in indexed.items()]
+    entries += [InputEntry(p or ".", MISSING, "", MISSING) for p in missing]
+    return sorted(entries, key=lambda e: (e.path, e.mode))
+
+
+# --------------------------------------------------------------------------- Dockerfile
+
+def _arg_defaults(preamble: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in preamble.splitlines():
+        m = _ARG_LINE_RE.match(line)
+        if m and m.group("value") is not None:
+            values[m.group("name")] = m.group("value").strip().strip('"').strip("'")
+    return values
+
+
+def expand_args(text: str, values: Mapping[str, str]) -> str:
+    def sub(m: re.Match) -> str:
+        return values.get(m.group("braced") or m.group("plain"), "")
+
+    return _ARG_RE.sub(sub, text)
+
+
+@dataclass(frozen=True)
+class StageSource:
+    text: str                       # preamble + the stages built, in file order
+    labels: tuple[str, ...]
+    external: tuple[str, ...]       # images the stages build FROM or copy from (ARGs expanded)
+
+
+def stage_source(path: Path, target: str | None, build_args: Mapping[str, str]) -> StageSource:
+    """What of the Dockerfile the target builds: its stages' text and the external images they use."""
+    preamble, all_stages = dockerfile.parse(path)
+    built = dockerfile.dependencies(target, all_stages)
+    chosen = [s for s in all_stages if s.label in built]
+    names = {s.name for s in all_stages if s.name} | {str(s.index) for s in all_stages}
+    values = {**_arg_defaults(preamble), **build_args}
+    external: list[str] = []
+    for stage in chosen:
+        for ref in (stage.base, *stage.uses):
+            if ref.lower() in names:
+                continue
+            expanded = expand_args(ref, values)
+            if expanded.lower() != "scratch":
+                external.append(expanded)
+    return StageSource(preamble + "".join(s.text for s in chosen), tuple(s.label for s in chosen),
+                       tuple(dict.fromkeys(external)))
+
+
+# --------------------------------------------------------------------------- identity
+
+def _sha256(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                          .encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def compute(*, version: str, platform: str, inputs: Iterable[InputEntry], stages: StageSource,
+            build_args: Mapping[str, str], bases: Mapping[str, str]) -> Identity:
+    entries = tuple(sorted(inputs, key=lambda e: (e.path, e.mode)))
+    parts = {
+        "version": _sha256([SCHEME, version]),
+        "platform": _sha256(platform),
+        "inputs": _sha256([e.key() for e in entries]),
+        "dockerfile": _sha256(stages.text),
+        "build_args": _sha256(sorted(build_args.items())),
+        "bases": _sha256(sorted(bases.items())),
+    }
+    identity = _sha256([SCHEME, sorted(parts.items())])
+    return Identity(identity=identity, version=version, platform=platform, inputs=entries,
+                    stages=stages.labels, build_args=dict(build_args), bases=dict(bases), parts=parts)
+
+
+Resolver = Callable[[str], str]   # image ref -> digest (sha256:...); raises when it cannot tell
+
+
+def base_digests(refs: Iterable[str], resolve: Resolver) -> dict[str, str]:
+    """Digest of each external image: a digest-pinned ref is taken as written, a tag is resolved."""
+    out = {}
+    for ref in refs:
+        name, sep, digest = ref.partition("@")
+        out[ref] = digest if sep and digest.startswith("sha256:") else resolve(ref)
+    return out
