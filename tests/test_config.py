@@ -651,3 +651,38 @@ def test_size_budgets_parse_and_bad_sizes_name_the_key(tmp_path):
     assert options.images["cpu"].stage_budgets == {"runtime": 200 * 2**20, "cpp": 10000}
     message = config_error(tmp_path, MINIMAL, {"GHBUILD_IMAGES_CPU_SIZE_BUDGET": "lots"})
     assert message.startswith("GHBUILD_IMAGES_CPU_SIZE_BUDGET (overrides images.cpu.size-budget")
+
+
+# --------------------------------------------------------------------------- content-addressed bases
+
+_BASE_CFG = """
+[images.base]
+dockerfile = "Dockerfile.base"
+platforms = ["linux/amd64"]
+identity = {{ version = "3", inputs = ["src/**"] }}
+
+[images.app]
+dockerfile = "Dockerfile.app"
+platforms = {platforms}
+{extra}
+"""
+
+
+def test_identity_and_base_are_read(tmp_path):
+    options = load_text(tmp_path, _BASE_CFG.format(platforms='["linux/amd64"]', extra='base = "base"'))
+    assert options.images["base"].identity.version == "3"
+    assert options.images["base"].identity.inputs == ("src/**",)
+    assert options.images["base"].identity.prefix == "base"
+    assert options.images["app"].base == "base" and options.images["app"].identity is None
+
+
+@pytest.mark.parametrize(("platforms", "extra", "message"), [
+    ('["linux/amd64"]', 'base = "nope"', r"images\.app\.base: no image named 'nope'"),
+    ('["linux/amd64"]', 'base = "app"', r"images\.app\.base: image 'app' has no \[images\.app\.identity\]"),
+    ('["linux/amd64", "linux/arm64"]', 'base = "base"', r"images\.app\.base: 'base' is not built for linux/arm64"),
+    ('["linux/amd64"]', 'base = "base"\nbase-image = "debian"', r"images\.app\.base-image: set either"),
+    ('["linux/amd64"]', 'identity = { inputs = ["x"] }', r"images\.app\.identity: 'version' is a required"),
+])
+def test_bad_base_settings_name_the_key(tmp_path, platforms, extra, message):
+    with pytest.raises(ConfigError, match=message):
+        load_text(tmp_path, _BASE_CFG.format(platforms=platforms, extra=extra))

@@ -611,3 +611,69 @@ def test_plan_json_contract(event, options, monkeypatch, capsys, name):
             repository, _, tag_text = tag.rpartition(":")
             assert repository.startswith("ghcr.io/docker/ci-") and TAG_RE.match(tag_text), tag
     assert len({(j["image"], j["arch"]) for j in jobs}) == 4
+
+
+# --------------------------------------------------------------------------- SPEC 3: content-addressed bases
+
+BASES = """
+[images.rocm-base]
+dockerfile = "docker/Dockerfile.rocm_base"
+platforms = ["linux/amd64"]
+identity = { version = "1", inputs = ["docker/rocm/**"] }
+
+[images.app]
+dockerfile = "docker/Dockerfile.app"
+platforms = ["linux/amd64"]
+base = "rocm-base"
+"""
+IDENT = "f" * 64
+
+
+def test_bases_are_not_in_the_build_matrix_and_consumers_name_them(event, plan_for, make_options):
+    p = plan_for(event("push_master"), make_options(extra=BASES))
+    ids = [e["id"] for e in p.matrix()["include"]]
+    assert "rocm-base-amd64" not in ids
+    assert {e["id"]: e["base"] for e in p.matrix()["include"]}["app-amd64"] == "rocm-base"
+    assert p.bases_matrix({"rocm-base-amd64": IDENT})["include"] == [
+        {"id": "rocm-base-amd64", "image": "rocm-base", "arch": "amd64", "platform": "linux/amd64",
+         "runs_on": ["ubuntu-24.04"], "identity": IDENT}]
+    # selecting the consumer plans its base too (ensure-base runs before it)
+    only_app = planner.plan(event("push_master").context(), make_options(extra=BASES), images=["app"])
+    assert {j.image for j in only_app.jobs} == {"app", "rocm-base"}
+
+
+def test_trusted_base_refs_read_and_write_only_the_canonical_tag(event, plan_for, make_options):
+    p = plan_for(event("push_master"), make_options(extra=BASES))
+    refs = planner.base_refs(p, p.job("rocm-base", "amd64"), IDENT)
+    assert refs.read == (f"ghcr.io/docker/ci-rocm-base:rocm-base-{IDENT}",)
+    assert refs.write == refs.read[0]
+
+
+@pytest.mark.parametrize("name", ["push_dev", "pull_request"])
+def test_untrusted_base_refs_read_canonical_first_and_write_only_their_own(event, plan_for, make_options, name):
+    p = plan_for(event(name), make_options(extra=BASES))
+    job = p.job("rocm-base", "amd64")
+    refs = planner.base_refs(p, job, IDENT)
+    canonical = f"ghcr.io/docker/ci-rocm-base:rocm-base-{IDENT}"
+    assert refs.read[0] == canonical
+    own = refs.read[1]
+    scope = DEV if name == "push_dev" else PR15
+    assert tag_of(own).startswith(scope) and tag_of(own).endswith(f"-rocm-base-{IDENT}")
+    assert TAG_RE.match(tag_of(own)) and len(tag_of(own)) <= 128
+    # a fork PR has no registry credentials: it writes nothing; a branch of the repository writes its own ref
+    assert refs.write == (None if name == "pull_request" else own)
+    assert refs.write != canonical
+
+
+def test_a_fork_push_reads_the_canonical_owner_and_writes_its_own_namespace(event, plan_for, make_options):
+    fork_push = event("push_master").in_repository(FORK_REPO, FORK_REPO_ID)
+    p = plan_for(fork_push, make_options(extra=BASES))
+    refs = planner.base_refs(p, p.job("rocm-base", "amd64"), IDENT)
+    assert refs.read[0] == f"ghcr.io/docker/ci-rocm-base:rocm-base-{IDENT}"
+    assert refs.write and refs.write.startswith("ghcr.io/crazy-max/ci-rocm-base:")
+
+
+def test_base_refs_refuse_an_image_without_identity(event, plan_for, make_options):
+    p = plan_for(event("push_master"), make_options(extra=BASES))
+    with pytest.raises(UsageError, match="not content-addressed"):
+        planner.base_refs(p, p.job("app", "amd64"), IDENT)

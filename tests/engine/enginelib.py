@@ -131,8 +131,8 @@ class Registry:
         self.base = f"http://{host}"
 
     def request(self, method: str, path: str, headers: dict[str, str] | None = None,
-                timeout: float = 30) -> tuple[int, dict[str, str], bytes]:
-        req = urllib.request.Request(self.base + path, method=method, headers=headers or {})
+                timeout: float = 30, data: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
+        req = urllib.request.Request(self.base + path, method=method, headers=headers or {}, data=data)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
