@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from ghbuild import dockerfile
 from ghbuild.errors import ConfigError, ContextError
@@ -37,8 +37,9 @@ class GitError(ContextError):
     """git could not list the inputs (not a checkout, git missing, dubious ownership, ...)."""
 
 
-@dataclass(frozen=True)
-class InputEntry:
+class InputEntry(NamedTuple):
+    """One input file. A NamedTuple, not a dataclass: a big tree makes tens of thousands of them."""
+
     path: str     # repository-root relative, '/' separated
     mode: str     # the index's mode: 100644, 100755, 120000 (symlink), 160000 (submodule); or "missing"
     oid: str      # git object id of the content (a symlink: of its target); "" when missing
@@ -62,7 +63,7 @@ class Identity:
     def to_dict(self) -> dict[str, Any]:
         return {
             "identity": self.identity, "version": self.version, "platform": self.platform,
-            "inputs": [e.__dict__ for e in self.inputs], "stages": list(self.stages),
+            "inputs": [e._asdict() for e in self.inputs], "stages": list(self.stages),
             "build_args": dict(self.build_args), "bases": dict(self.bases), "parts": dict(self.parts),
         }
 
@@ -84,14 +85,6 @@ def _git(root: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
 
 def repository_root(path: Path) -> Path:
     return Path(_git(path, "rev-parse", "--show-toplevel").decode().strip())
-
-
-def object_format(root: Path) -> str:
-    """sha1 for most repositories; sha256 for repositories created with --object-format=sha256."""
-    try:
-        return _git(root, "rev-parse", "--show-object-format").decode().strip() or "sha1"
-    except GitError:
-        return "sha1"
 
 
 def blob_id(data: bytes, algorithm: str = "sha1") -> str:
@@ -121,29 +114,49 @@ def _pathspec(pattern: str) -> str:
     return f":(top,glob){pattern or '**'}"
 
 
-def _ls_files(root: Path, pattern: str) -> list[tuple[str, str, str]]:
-    """(mode, object id, path) of the index entries a pattern matches (stage 0, or the first stage seen)."""
-    out = _git(root, "ls-files", "--stage", "-z", "--", _pathspec(pattern))
-    entries: dict[str, tuple[str, str, str]] = {}
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        meta, _, path = record.partition(b"\t")
-        mode, oid, _stage = meta.decode().split(" ")
-        name = path.decode("utf-8", "surrogateescape")
-        entries.setdefault(name, (mode, oid, name))   # a conflicted path: its first stage
-    return list(entries.values())
+def _start_git(root: Path, *args: str) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(["git", "--no-optional-locks", "-C", str(root), *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError:
+        raise GitError("git is not installed; the identity is computed from git's index") from None
 
 
-def _changed_paths(root: Path, patterns: Sequence[str]) -> set[str]:
-    """Index paths whose worktree file git cannot vouch for (content, type, deleted; stat differences too)."""
-    if not patterns:
-        return set()
-    out = _git(root, "diff-files", "--name-only", "-z", "--", *(_pathspec(p) for p in patterns))
-    return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+def _finish_git(proc: subprocess.Popen, root: Path, what: str) -> str:
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        message = (err.decode("utf-8", "replace").strip().splitlines() or ["failed"])[-1]
+        raise GitError(f"git {what} in {root}: {message}")
+    return out.decode("utf-8", "surrogateescape")
 
 
-def _worktree_entry(root: Path, path: str, index_mode: str, index_oid: str, algorithm: str) -> InputEntry:
+def _ls_files(root: Path, patterns: Sequence[str], *, with_changes: bool) -> tuple[list[dict], set[str]]:
+    """Per pattern, {path: (mode, object id)} of the index entries it matches (a pattern's own listing
+    tells whether it matched anything); and the paths whose worktree file git cannot vouch for
+    (content, type, deleted; a stat difference too), from the stat data git keeps for every entry.
+
+    All git processes start at once: the listing is parsed while `diff-files` is still checking stats.
+    """
+    listings = [_start_git(root, "ls-files", "--stage", "-z", "--", _pathspec(p)) for p in patterns]
+    changes = (_start_git(root, "diff-files", "--name-only", "-z", "--", *(_pathspec(p) for p in patterns))
+               if with_changes and patterns else None)
+    results = []
+    for proc in listings:
+        # "<6-digit mode> <oid> <stage>\t<path>": fixed offsets once the id length is known (40 hex for
+        # sha1, 64 for sha256 repositories); slicing keeps 20,000 entries in a few milliseconds.
+        records = _finish_git(proc, root, "ls-files").split("\0")
+        if records[0]:
+            oid_end = records[0].index(" ", 7)
+            path_at = oid_end + 3
+            # a conflicted path (stages 1-3) keeps its last stage
+            results.append({r[path_at:]: (r[:6], r[7:oid_end]) for r in records if r})
+        else:
+            results.append({})
+    changed = set(filter(None, _finish_git(changes, root, "diff-files").split("\0"))) if changes else set()
+    return results, changed
+
+
+def _worktree_entry(root: Path, path: str, index_mode: str, index_oid: str) -> InputEntry:
     if index_mode == "160000":   # a submodule: the commit the index records
         return InputEntry(path, index_mode, index_oid, "index")
     full = root / path
@@ -152,24 +165,21 @@ def _worktree_entry(root: Path, path: str, index_mode: str, index_oid: str, algo
             data = os.fsencode(os.readlink(full))
         else:
             data = full.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return InputEntry(path, MISSING, "", MISSING)
-    except IsADirectoryError:
-        return InputEntry(path, MISSING, "", MISSING)
-    return InputEntry(path, index_mode, blob_id(data, algorithm), "worktree")
+    # The object format follows from the id length: 40 hex sha1, 64 hex sha256 repositories.
+    return InputEntry(path, index_mode, blob_id(data, "sha1" if len(index_oid) == 40 else "sha256"), "worktree")
 
 
-def _indexed(root: Path, patterns: Sequence[str]) -> tuple[dict[str, tuple[str, str]], list[str]]:
-    """path -> (index mode, object id) for everything the patterns match; and the patterns matching nothing."""
+def _collect(root: Path, patterns: Sequence[str], with_changes: bool):
     indexed: dict[str, tuple[str, str]] = {}
     missing: list[str] = []
-    for pattern in patterns:
-        found = _ls_files(root, pattern)
-        if not found:
+    listings, changed = _ls_files(root, patterns, with_changes=with_changes)
+    for pattern, entries in zip(patterns, listings):
+        if not entries:
             missing.append(pattern)
-        for mode, oid, path in found:
-            indexed[path] = (mode, oid)
-    return indexed, missing
+        indexed.update(entries)
+    return indexed, changed, [InputEntry(p or ".", MISSING, "", MISSING) for p in missing]
 
 
 def git_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:
@@ -178,26 +188,17 @@ def git_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:
     A pattern that matches no indexed path is an input too ("missing"), so adding the file later
     changes the identity.
     """
-    algorithm = object_format(root)
-    indexed, missing = _indexed(root, patterns)
-    changed = _changed_paths(root, patterns) if indexed else set()
-    entries = []
-    for path, (mode, oid) in indexed.items():
-        if path in changed:
-            entries.append(_worktree_entry(root, path, mode, oid, algorithm))
-        else:
-            entries.append(InputEntry(path, mode, oid, "index"))
-    entries += [InputEntry(p or ".", MISSING, "", MISSING) for p in missing]
-    return sorted(entries, key=lambda e: (e.path, e.mode))
+    indexed, changed, missing = _collect(root, patterns, with_changes=True)
+    make = InputEntry._make
+    entries = [make((path, mode, oid, "index")) for path, (mode, oid) in indexed.items() if path not in changed]
+    entries += [_worktree_entry(root, path, *indexed[path]) for path in changed if path in indexed]
+    return sorted(entries + missing)
 
 
 def reference_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:
     """The slow route to the same answer: read and hash every indexed file (tests and benchmarks)."""
-    algorithm = object_format(root)
-    indexed, missing = _indexed(root, patterns)
-    entries = [_worktree_entry(root, path, mode, oid, algorithm) for path, (mode, oid) in indexed.items()]
-    entries += [InputEntry(p or ".", MISSING, "", MISSING) for p in missing]
-    return sorted(entries, key=lambda e: (e.path, e.mode))
+    indexed, _, missing = _collect(root, patterns, with_changes=False)
+    return sorted([_worktree_entry(root, path, mode, oid) for path, (mode, oid) in indexed.items()] + missing)
 
 
 # --------------------------------------------------------------------------- Dockerfile
@@ -253,7 +254,7 @@ def _sha256(obj: Any) -> str:
 
 def compute(*, version: str, platform: str, inputs: Iterable[InputEntry], stages: StageSource,
             build_args: Mapping[str, str], bases: Mapping[str, str]) -> Identity:
-    entries = tuple(sorted(inputs, key=lambda e: (e.path, e.mode)))
+    entries = tuple(sorted(inputs))
     parts = {
         "version": _sha256([SCHEME, version]),
         "platform": _sha256(platform),

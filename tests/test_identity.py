@@ -311,7 +311,7 @@ def _write_tree(root: Path, tree: dict) -> list[str]:
     written = []
     for path, (kind, data) in sorted(tree.items()):
         full = root / path
-        if any((root / p).exists() and not (root / p).is_dir() for p in _parents(path)):
+        if any((root / p).is_symlink() or ((root / p).exists() and not (root / p).is_dir()) for p in _parents(path)):
             continue   # a file where a folder should be
         if full.exists() or full.is_symlink():
             continue
