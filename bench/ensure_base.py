@@ -1,0 +1,102 @@
+"""`ghbuild ensure-base` with nothing changed vs a fully cached rebuild of the same base, side by side.
+
+    make infra-up && .venv/bin/python bench/ensure_base.py [--image rocm-base] [--runs 5]
+
+Uses the local services (.ghbuild/local.env: engine, staging registry, S3) and the repository's
+ghbuild.toml. A first `ensure-base` makes sure the base exists (it builds it if not); then, alternating
+in one run:
+
+- skip:    `ghbuild ensure-base --image IMAGE` (identity from git + registry lookup + label check);
+- rebuild: `ghbuild build --image IMAGE --arch amd64 --base-image <the same pinned base>`: every step
+  CACHED in the local BuildKit (the cheapest rebuild there is: warm builder, nothing pushed), plus
+  ghbuild's usual report work;
+- rebuild+push: the same with `--push` to a scratch tag, as a CI that rebuilds on every run does.
+
+Prints medians and the skip's share of each rebuild (goal: at most 5 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ghbuild.ensure_base import pinned  # noqa: E402
+CONTEXT = ["--event", "push", "--repository", "ghbuild/ghbuild", "--ref", "main", "--default-branch", "main"]
+
+
+def local_env() -> dict[str, str]:
+    path = REPO / ".ghbuild" / "local.env"
+    if not path.exists():
+        sys.exit("bench: .ghbuild/local.env is missing: run `make infra-up` first")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "ACTIONS_", "RUNNER_"))}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            env[key] = value
+    return env
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"bench: {' '.join(argv[:4])} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return seconds, proc
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--image", default="rocm-base")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    env = local_env()
+    ghbuild = str(Path(sys.executable).with_name("ghbuild"))
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    ensure = [ghbuild, "ensure-base", "--image", args.image, "--json", "--quiet", *CONTEXT, "--sha", sha]
+
+    seconds, first = run(ensure, env)
+    result = json.loads(first.stdout)
+    print(f"base {args.image}: {result['ref']} ({'built' if result['built'] else 'present'} in {seconds:.1f} s)")
+    # The rebuild uses exactly the base digest the identity hashed (as ensure-base's own build does).
+    detail = json.loads(run([ghbuild, "identity", "--image", args.image, "--json", *CONTEXT, "--sha", sha],
+                            env)[1].stdout)
+    pinned_bases = [pinned(ref, digest) for ref, digest in detail["bases"].items()]
+
+    def rebuild(commit: str, push: bool) -> list[str]:
+        argv = [ghbuild, "build", "--image", args.image, "--arch", "amd64", "--quiet", "--json", *CONTEXT,
+                "--sha", commit]
+        return argv + (["--base-image", pinned_bases[0]] if pinned_bases else []) + (["--push"] if push else [])
+
+    run(rebuild("0" * 40, False), env)   # warm the builder for exactly this build
+
+    times: dict[str, list[float]] = {"skip": [], "rebuild": [], "rebuild+push": []}
+    for i in range(args.runs):
+        t, proc = run(ensure, env)
+        assert json.loads(proc.stdout)["built"] is False, "ensure-base rebuilt an unchanged base"
+        times["skip"].append(t)
+        t, proc = run(rebuild("0" * 40, False), env)
+        stages = json.loads(proc.stdout)["stages"].values()
+        assert all(s.get("cached") == s.get("steps") for s in stages if "steps" in s), "rebuild not fully cached"
+        times["rebuild"].append(t)
+        t, _ = run(rebuild(f"{i + 1:040d}", True), env)
+        times["rebuild+push"].append(t)
+    skip = statistics.median(times["skip"])
+    for name, values in times.items():
+        med = statistics.median(values)
+        share = "" if name == "skip" else f"   skip = {skip / med * 100:.1f} % of it ({med / skip:.0f}x)"
+        print(f"{name:13s} median {med:6.2f} s  (runs: {', '.join(f'{v:.2f}' for v in values)}){share}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
