@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("matrix", help="print the build matrix for strategy.matrix (and set the 'matrix' output)")
     p.add_argument("--config", metavar="PATH", help="config file")
+    p.add_argument("--identities", action="store_true",
+                   help="compute each content-addressed base's identity for the 'bases' output (reads git's index "
+                        "and resolves base image digests in their registries)")
     _selection_flags(p)
     _context_flags(p)
 
@@ -121,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     sub.add_parser("schema", help="print the JSON schema of the config file")
+    from ghbuild import runner_cli   # self-hosted runner commands: runner-check, container-flags, diagnose
+
+    runner_cli.register(sub, _Parser)
     return parser
 
 
@@ -158,9 +164,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     for warning in plan.warnings:
         gha.annotate("warning", warning)
     matrix = plan.matrix()
-    identities = {}
-    base_jobs = [job for job in plan.jobs if job.identity_prefix]
-    if base_jobs:  # the identity needs git and the base image digests: only when there are bases
+    identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
+    base_jobs = [job for job in plan.jobs if job.identity_prefix] if args.identities else []
+    if base_jobs:  # I/O (git, registries), so only on request: the workflow's plan job asks for it
         from ghbuild import config, ensure_base, publish
 
         options = config.load(args.config, os.environ, Path.cwd())
@@ -368,7 +374,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.command:
             parser.print_help(sys.stderr)
             return 2
-        return COMMANDS[args.command](args)
+        if args.command in COMMANDS:
+            return COMMANDS[args.command](args)
+        from ghbuild import runner_cli
+
+        return runner_cli.dispatch(args)
     except GhbuildError as exc:
         if gha.in_actions():
             gha.annotate("error", exc.message, title=f"ghbuild {exc.kind}")

@@ -171,6 +171,9 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
     report = build.run(plan, options, request, env)
     result.build_report = report.to_dict()
     build.outputs(report)
+    from ghbuild import render
+
+    log(render.build_text(report))
     if report.budget_failures:
         raise build.BudgetError("; ".join(report.budget_failures))
     host, repo, tag = split_reference(refs.write)

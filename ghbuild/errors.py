@@ -55,3 +55,10 @@ class TrustError(GhbuildError):
 
     exit_code = 6
     kind = "refused"
+
+
+class RunnerCheckError(GhbuildError):
+    """A self-hosted runner is not fit for the job: GPUs, /dev/kfd, render group, disk, leftover containers."""
+
+    exit_code = 15
+    kind = "runner check failed"

@@ -131,8 +131,11 @@ def test_plan_json_contract_for_every_fixture_event(project, event):
     assert [(j["image"], j["arch"], j["runs_on"]) for j in data["jobs"]] == [
         ("cpu", "amd64", ["ubuntu-24.04"]),
         ("cpu", "arm64", ["ubuntu-24.04-arm"]),
+        ("rocm-base", "amd64", ["self-hosted", "linux", "rocm"]),
         ("rocm", "amd64", ["self-hosted", "linux", "rocm"]),
     ]
+    assert [(j["image"], j["base"], j["identity_prefix"]) for j in data["jobs"]][2:] == [
+        ("rocm-base", None, "rocm-base"), ("rocm", "rocm-base", None)]
 
 
 @pytest.mark.parametrize("event", ["push_master", "schedule", "workflow_dispatch"])
@@ -240,7 +243,7 @@ def test_matrix_shape(project):
         {"id": "cpu-arm64", "image": "cpu", "arch": "arm64", "platform": "linux/arm64",
          "runs_on": ["ubuntu-24.04-arm"], "push": False, "base": ""},
         {"id": "rocm-amd64", "image": "rocm", "arch": "amd64", "platform": "linux/amd64",
-         "runs_on": ["self-hosted", "linux", "rocm"], "push": False, "base": ""},
+         "runs_on": ["self-hosted", "linux", "rocm"], "push": False, "base": "rocm-base"},
     ]
 
 

@@ -628,11 +628,14 @@ def test_the_repositorys_own_config_loads_and_plans():
     assert [(j.image, j.arch, j.platform, j.runs_on) for j in plan.jobs] == [
         ("cpu", "amd64", "linux/amd64", ("ubuntu-24.04",)),
         ("cpu", "arm64", "linux/arm64", ("ubuntu-24.04-arm",)),
+        ("rocm-base", "amd64", "linux/amd64", ("self-hosted", "linux", "rocm")),
         ("rocm", "amd64", "linux/amd64", ("self-hosted", "linux", "rocm")),
     ]
+    assert plan.job("rocm", "amd64").base == "rocm-base"
+    assert plan.job("rocm-base", "amd64").identity_prefix == "rocm-base"
     assert plan.job("cpu", "arm64").tags == (f"ghcr.io/ghbuild/ghbuild-cpu:{SHA}-arm64",)
     assert plan.job("rocm", "amd64").tags == (f"ghcr.io/ghbuild/ghbuild-rocm:{SHA}-x86_64",)
-    assert {job.target for job in plan.jobs} == {"runtime"}
+    assert {job.image: job.target for job in plan.jobs} == {"cpu": "runtime", "rocm-base": "base", "rocm": "runtime"}
 
 
 def test_the_repositorys_own_config_is_valid_against_the_shipped_schema():

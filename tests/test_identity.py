@@ -361,3 +361,45 @@ def test_fast_route_equals_reading_every_file(tmp_path_factory, tree, edits):
     fast = identity.git_inputs(root, patterns)
     slow = identity.reference_inputs(root, patterns)
     assert [e.key() for e in fast] == [e.key() for e in slow]
+
+
+def read_outputs(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT's format: `name=value` lines and `name<<DELIMITER` ... `DELIMITER` blocks."""
+    lines, outputs = text.splitlines(), {}
+    while lines:
+        line = lines.pop(0)
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter)
+            outputs[name], lines = "\n".join(lines[:end]), lines[end + 1:]
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+    return outputs
+
+
+def test_matrix_identities_match_the_identity_command(repo):
+    import json
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_"))}
+    env["GHBUILD_IMAGES_TINY_BASE_IMAGE"] = f"127.0.0.1:5000/base/debian@{DIGEST_A}"   # no registry needed
+    flags = ["--event", "push", "--repository", "o/r", "--ref", "main", "--sha", "1" * 40, "--default-branch", "main"]
+    out = repo / "out.txt"
+    env["GITHUB_OUTPUT"] = str(out)
+    out.write_text("")
+    proc = subprocess.run([sys.executable, "-m", "ghbuild", "matrix", "--identities", *flags], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"include": []}       # the only image is a base: nothing per commit
+    outputs = read_outputs(out.read_text())
+    bases = json.loads(outputs["bases"])["include"]
+    assert [b["id"] for b in bases] == ["tiny-amd64", "tiny-arm64"] and outputs["bases-count"] == "2"
+    for entry in bases:
+        one = subprocess.run([sys.executable, "-m", "ghbuild", "identity", "--image", "tiny", "--arch", entry["arch"],
+                              *flags], cwd=repo, env=env, capture_output=True, text=True)
+        assert one.returncode == 0, one.stderr
+        assert entry["identity"] == one.stdout.strip() and len(entry["identity"]) == 64
+    # without --identities: no I/O, identities left empty
+    proc = subprocess.run([sys.executable, "-m", "ghbuild", "matrix", *flags], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import baseimage, engine, packages, procs, registry, s3
+from . import baseimage, engine, packages, procs, registry, rocm_standin, s3
 from .common import (
     BASE_INDEX_REPO,
     BASE_INDEX_TAG,
@@ -39,7 +39,7 @@ def local_env_path() -> Path:
     return state_dir() / "local.env"
 
 
-def local_env(p: dict[str, int], sccache: Path) -> dict[str, str]:
+def local_env(p: dict[str, int], sccache: Path, rocm_standin: str) -> dict[str, str]:
     root = repo_root()
     staging, hub, s3_url = f"{LOOPBACK}:{p['staging']}", f"{LOOPBACK}:{p['hub']}", f"http://{LOOPBACK}:{p['s3']}"
     return {
@@ -56,6 +56,10 @@ def local_env(p: dict[str, int], sccache: Path) -> dict[str, str]:
         "GHBUILD_LOCAL_BASE_IMAGE": f"{staging}/{BASE_INDEX_REPO}:{BASE_INDEX_TAG}",
         # The default BASE_IMAGE of every image without its own base-image: the local Debian index.
         "GHBUILD_BUILD_BASE_IMAGE": f"{staging}/{BASE_INDEX_REPO}:{BASE_INDEX_TAG}",
+        # rocm-base builds FROM the CPU stand-in, with a small framework instead of PyTorch for ROCm
+        # (the PyTorch wheel index is not reachable here).
+        "GHBUILD_IMAGES_ROCM_BASE_BASE_IMAGE": rocm_standin,
+        "GHBUILD_IMAGES_ROCM_BASE_BUILD_ARGS": "FRAMEWORK_SPEC=numpy==1.26.4,FRAMEWORK_INDEX_URL=,FRAMEWORK_IMPORT=numpy",
         "GHBUILD_LOCAL_BASE_IMAGE_AMD64": baseimage.local_tag("amd64"),
         "GHBUILD_LOCAL_BASE_IMAGE_ARM64": baseimage.local_tag("arm64"),
         "GHBUILD_LOCAL_STAGING": staging,
@@ -106,10 +110,12 @@ def cmd_up(_args: argparse.Namespace) -> int:
         timed("registry-hub", registry.ensure_registry, state, "hub", p["hub"])
         timed("base-index", registry.ensure_base_index, p["staging"])
         timed("s3", s3.ensure_s3, state, p["s3"], tools["moto_server"])
+        # The CPU stand-in for a ROCm dev image (no ROCm images or GPUs here): base of images.rocm-base.
+        standin = timed("rocm-standin", rocm_standin.ensure, DOCKER_CLI, f"{LOOPBACK}:{p['staging']}")
         state["ports"] = p
         procs.save_state(state)
         with step("local-env"):
-            path = write_local_env(local_env(p, tools["sccache"]))
+            path = write_local_env(local_env(p, tools["sccache"], standin))
     slow = ", ".join(f"{n} {t:.1f}s" for n, t in timings if t >= 1.0)
     info(f"wrote {path}")
     info(f"up: done in {time.monotonic() - started:.1f} s" + (f" ({slow})" if slow else ""))

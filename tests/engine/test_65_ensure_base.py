@@ -72,8 +72,13 @@ base = "tiny"
     return root
 
 
+# local.env configures the repository's own rocm-base; this project has no such image.
+NOT_OURS = ("GHBUILD_IMAGES_ROCM_BASE_BASE_IMAGE", "GHBUILD_IMAGES_ROCM_BASE_BUILD_ARGS")
+
+
 def ghb(session: Session, project: Path, name: str, command: str, *args: str, context=TRUSTED,
         env: dict[str, str] | None = None) -> Run:
+    env = {k: v for k, v in (env or session.env()).items() if k not in NOT_OURS}
     sha = session.sha(name)
     session.used_shas.add(sha)
     argv = ghbuild_argv() + [command, "--config", str(project / "ghbuild.toml"), *args, *context, "--sha", sha]

@@ -1,0 +1,5 @@
+import sys
+
+from .selftest import main
+
+sys.exit(main())
