@@ -23,6 +23,8 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
+from ghbuild.ensure_base import split_reference
+
 from .common import (
     BASE_INDEX_REPO,
     BASE_INDEX_TAG,
@@ -81,16 +83,6 @@ def content_hash(context: Path, base_image: str, base_digest: str | None) -> str
     return digest.hexdigest()
 
 
-def _split(image: str) -> tuple[str, str, str]:
-    """'host:port/name:tag' -> (host:port, name, tag)."""
-    host, _, rest = image.partition("/")
-    if "@" in rest:
-        name, _, reference = rest.partition("@")
-    else:
-        name, _, reference = rest.rpartition(":")
-    return host, name, reference
-
-
 def _scheme(host: str) -> str:
     return "http" if host.startswith(("127.", "localhost")) else "https"
 
@@ -111,7 +103,7 @@ def _manifest(host: str, name: str, reference: str) -> tuple[str, bytes, str] | 
 
 def base_digest(base_image: str) -> str | None:
     """The manifest digest of a registry base image (an index for the local Debian base)."""
-    host, name, reference = _split(base_image)
+    host, name, reference = split_reference(base_image)
     if "." not in host and ":" not in host and host != "localhost":
         return None  # a Docker Hub short name: not reachable here; the reference alone is hashed
     got = _manifest(host, name, reference)
