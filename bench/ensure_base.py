@@ -10,7 +10,11 @@ in one run:
 - rebuild: `ghbuild build --image IMAGE --arch amd64 --base-image <the same pinned base>`: every step
   CACHED in the local BuildKit (the cheapest rebuild there is: warm builder, nothing pushed), plus
   ghbuild's usual report work;
-- rebuild+push: the same with `--push` to a scratch tag, as a CI that rebuilds on every run does.
+- rebuild+push: the same with `--push` to a scratch tag, as a CI that rebuilds on every run does;
+- fresh-runner rebuild+push: the same after `docker builder prune -af` and removing the local images
+  of this build and its base, as on a GitHub-hosted runner: every step still CACHED, from the registry
+  layer cache (this prunes the engine's whole build cache: skip it with --no-fresh-runner on a shared
+  engine).
 
 Prints medians and the skip's share of each rebuild (goal: at most 5 %).
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -40,8 +45,8 @@ def local_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "ACTIONS_", "RUNNER_"))}
     for line in path.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
-            key, _, value = line.partition("=")
-            env[key] = value
+            key, _, value = line.removeprefix("export ").partition("=")
+            env[key] = shlex.split(value)[0] if value else ""
     return env
 
 
@@ -58,6 +63,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--image", default="rocm-base")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--no-fresh-runner", action="store_true",
+                    help="skip the fresh-runner rebuild (it prunes the engine's whole build cache)")
     args = ap.parse_args()
     env = local_env()
     ghbuild = str(Path(sys.executable).with_name("ghbuild"))
@@ -79,22 +86,42 @@ def main() -> int:
 
     run(rebuild("0" * 40, False), env)   # warm the builder for exactly this build
 
+    docker = env.get("GHBUILD_DOCKER_CLI") or "docker"
+
+    def fresh_runner() -> None:
+        # What a GitHub-hosted runner starts with: no build cache and no local images of this build;
+        # the rebuild gets every layer from the registry cache (all steps still CACHED).
+        subprocess.run([docker, "builder", "prune", "-af"], env=env, capture_output=True, check=True)
+        ids = subprocess.run([docker, "images", "-q", "--filter", f"label=org.opencontainers.image.title={args.image}"],
+                             env=env, capture_output=True, text=True).stdout.split()
+        refs = [*ids, *(pinned_bases[:1])]
+        subprocess.run([docker, "image", "rm", "-f", *refs], env=env, capture_output=True)
+
     times: dict[str, list[float]] = {"skip": [], "rebuild": [], "rebuild+push": []}
+    if not args.no_fresh_runner:
+        times["fresh-runner rebuild+push"] = []
     for i in range(args.runs):
         t, proc = run(ensure, env)
         assert json.loads(proc.stdout)["built"] is False, "ensure-base rebuilt an unchanged base"
         times["skip"].append(t)
         t, proc = run(rebuild("0" * 40, False), env)
         stages = json.loads(proc.stdout)["stages"].values()
-        assert all(s.get("cached") == s.get("steps") for s in stages if "steps" in s), "rebuild not fully cached"
+        # every step CACHED but a stage's FROM of an external image (BuildKit reports that one as DONE)
+        assert all(s["cached"] >= s["steps"] - 1 for s in stages if "steps" in s), "rebuild not fully cached"
         times["rebuild"].append(t)
         t, _ = run(rebuild(f"{i + 1:040d}", True), env)
         times["rebuild+push"].append(t)
+        if not args.no_fresh_runner:
+            fresh_runner()
+            t, proc = run(rebuild(f"{i + 101:040d}", True), env)
+            stages = json.loads(proc.stdout)["stages"].values()
+            assert all(s["cached"] >= s["steps"] - 1 for s in stages if "steps" in s), "not cached from the registry"
+            times["fresh-runner rebuild+push"].append(t)
     skip = statistics.median(times["skip"])
     for name, values in times.items():
         med = statistics.median(values)
         share = "" if name == "skip" else f"   skip = {skip / med * 100:.1f} % of it ({med / skip:.0f}x)"
-        print(f"{name:13s} median {med:6.2f} s  (runs: {', '.join(f'{v:.2f}' for v in values)}){share}")
+        print(f"{name:26s} median {med:6.2f} s  (runs: {', '.join(f'{v:.2f}' for v in values)}){share}")
     return 0
 
 
