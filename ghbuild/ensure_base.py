@@ -106,7 +106,9 @@ def _image_labels(reg, repo: str, digest: str, platform: str) -> tuple[str, dict
     """(single-image digest, labels) behind a digest; an index is narrowed to the platform's entry."""
     manifest = reg.get_manifest(repo, digest)
     if manifest.is_index:
-        child = manifest.platforms().get(platform)
+        # "linux/arm64" matches an entry that also names its variant ("linux/arm64/v8")
+        child = next((d for key, d in manifest.platforms().items()
+                      if key == platform or key.startswith(platform + "/")), None)
         if child is None:
             raise BaseMismatchError(f"{reg.host}/{repo}@{digest} has no {platform} image")
         manifest = reg.get_manifest(repo, child.digest)
