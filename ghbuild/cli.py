@@ -35,7 +35,8 @@ def _context_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _selection_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable)")
+    p.add_argument("--image", action="append", metavar="NAME",
+                   help="only this image (repeatable; a comma or space separated list works too)")
     p.add_argument("--arch", action="append", choices=("amd64", "arm64"), help="only this arch (repeatable)")
 
 
@@ -71,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--require-digest-base", action="store_true",
                    help="fail unless --base-image (or base-image) is name@sha256:<64 hex>")
     p.add_argument("--backend", choices=("buildx", "engine"), help="force a backend (default: detect)")
+    p.add_argument("--record", metavar="FILE", help="after a push, write {id, image, arch, platform, digest, ref} "
+                                                   "as JSON to FILE (what `ghbuild digests` collects)")
     p.add_argument("--quiet", action="store_true", help="do not echo the build log")
     _context_flags(p)
 
@@ -89,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", choices=("amd64", "arm64"), help="architecture (default: the image's first)")
     p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE (overrides images.<name>.base-image)")
     p.add_argument("--dry-run", action="store_true", help="look up, but build and push nothing")
+    p.add_argument("--lookup-only", action="store_true",
+                   help="only find it: a base missing everywhere is an error (exit 12), never a build")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="do not echo the build log")
     _context_flags(p)
@@ -97,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     pub = p.add_subparsers(dest="publish_command", metavar="KIND", parser_class=_Parser, required=True)
     n = pub.add_parser("nightly", help="nightly-<arch> tags and the nightly / nightly-<sha> manifests")
     n.add_argument("--config", metavar="PATH", help="config file")
-    n.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable; default: all)")
+    n.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
+                                                          "not content-addressed)")
     n.add_argument("--sha", help="commit whose staging images to publish (default: GITHUB_SHA, else git HEAD)")
     n.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names "
                                                               "(default: GITHUB_REPOSITORY)")
@@ -107,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = pub.add_parser("release", help="v<version>, per-arch tags and latest, plus the GitHub release")
     r.add_argument("--version", required=True, help="release version (PEP 440), e.g. 0.7.0 or 0.7.0rc1")
     r.add_argument("--config", metavar="PATH", help="config file")
-    r.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable; default: all)")
+    r.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
+                                                          "not content-addressed)")
     r.add_argument("--sha", help="commit whose staging images to promote (default: GITHUB_SHA, else git HEAD)")
     r.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names")
     r.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
@@ -117,11 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prune", help="retention of nightly-* tags (Docker Hub, GHCR, plain registries); "
                                      "a dry run unless --apply")
     p.add_argument("--config", metavar="PATH", help="config file")
-    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable; default: all)")
+    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
+                                                          "not content-addressed)")
     p.add_argument("--keep", type=int, metavar="N", help="nightly commits to keep (default: publish.retention)")
     p.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
     p.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser("digests", help="collect the records of `build --record` into one JSON (the workflow's "
+                                       "'digests' output) and a job summary of every planned job")
+    p.add_argument("records", metavar="DIR", help="folder of the record files")
+    p.add_argument("--matrix", metavar="JSON", help="the plan's build matrix, to list jobs that pushed nothing")
+    p.add_argument("--title", default="Images", help="heading of the job summary section")
 
     sub.add_parser("schema", help="print the JSON schema of the config file")
     from ghbuild import runner_cli   # self-hosted runner commands: runner-check, container-flags, diagnose
@@ -138,12 +152,31 @@ def _overrides(args: argparse.Namespace):
                      default_branch=args.default_branch)
 
 
+def _image_names(values: list[str] | None) -> list[str] | None:
+    """--image a --image b, --image a,b and --image "a b" (a workflow passes one input) all mean [a, b]."""
+    if not values:
+        return None
+    names = [name for value in values for name in value.replace(",", " ").split()]
+    return list(dict.fromkeys(names)) or None
+
+
+def _published_images(args: argparse.Namespace, options, command: str) -> list[str]:
+    """The images publish/prune work on: those named, else every image that is built per commit."""
+    names = _image_names(args.image)
+    for name in names or []:
+        if name not in options.images:
+            raise UsageError(f"--image {name}: no such image (known: {', '.join(options.images)})")
+        if options.images[name].identity is not None:
+            raise UsageError(f"--image {name}: a content-addressed base is not published per commit ({command})")
+    return names or [name for name, image in options.images.items() if image.identity is None]
+
+
 def _make_plan(args: argparse.Namespace):
     from ghbuild import config, context, planner
 
     options = config.load(args.config, os.environ, Path.cwd())
     ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
-    return planner.plan(ctx, options, images=args.image, arches=args.arch)
+    return planner.plan(ctx, options, images=_image_names(args.image), arches=args.arch)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -177,6 +210,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     gha.set_output("bases", bases)
     gha.set_output("bases-count", str(len(bases["include"])))
     gha.set_output("trusted", "true" if plan.trust.trusted else "false")
+    gha.set_output("secrets", "true" if plan.trust.secrets else "false")
     gha.set_output("jobs", str(len(matrix["include"])))
     print(json.dumps(matrix, separators=(",", ":")))
     return 0
@@ -225,7 +259,7 @@ def cmd_ensure_base(args: argparse.Namespace) -> int:
     options, plan, arch = _base_job_args(args)
     result = ensure_base.ensure(plan, options, args.image, arch, os.environ,
                                 publish.default_factory(os.environ, _log), base_image=args.base_image,
-                                dry_run=args.dry_run, echo=not args.quiet)
+                                dry_run=args.dry_run, echo=not args.quiet, lookup_only=args.lookup_only)
     gha.set_output("ref", result.ref or "")
     gha.set_output("digest", result.digest or "")
     gha.set_output("identity", result.identity)
@@ -257,10 +291,44 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 0
     build.outputs(report)
     print(render.build_text(report), file=sys.stderr)
+    if args.record and report.digest:
+        job = plan.job(args.image, args.arch)
+        _write_record(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch, "platform": job.platform,
+                                          "digest": report.digest, "ref": report.ref})
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     if report.budget_failures:
         raise build.BudgetError("; ".join(report.budget_failures))
+    return 0
+
+
+def _write_record(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    tmp.replace(path)   # never a half-written record for the summary job
+
+
+def cmd_digests(args: argparse.Namespace) -> int:
+    from ghbuild import render
+
+    folder = Path(args.records)
+    digests: dict[str, dict] = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            record = json.loads(path.read_text("utf-8"))
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                raise ValueError
+            digests[record.pop("id")] = record
+        except ValueError:
+            raise UsageError(f"{path}: not a record written by `ghbuild build --record`") from None
+    try:
+        planned = json.loads(args.matrix)["include"] if args.matrix else []
+    except (ValueError, KeyError, TypeError):
+        raise UsageError("--matrix: not the JSON matrix of `ghbuild matrix` ({\"include\": [...]})") from None
+    gha.set_output("digests", digests)
+    gha.add_summary(render.digests_summary(args.title, planned, digests))
+    print(json.dumps(digests, indent=2))
     return 0
 
 
@@ -279,7 +347,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if not sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
     owner = (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0]
-    images = args.image or list(options.images)
+    images = _published_images(args, options, f"publish {args.publish_command}")
     if release and not args.dry_run and not args.no_github_release and not (
             os.environ.get("GITHUB_TOKEN") and os.environ.get("GITHUB_REPOSITORY")):
         raise UsageError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
@@ -341,7 +409,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     options = config.load(args.config, os.environ, Path.cwd())
     owner = (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0] or None
     results = []
-    for image in args.image or list(options.images):
+    for image in _published_images(args, options, "prune"):
         with gha.group(f"prune {image}{'' if args.apply else ' (dry run)'}"):
             result = prune.run_prune(options, image, keep=args.keep, apply=args.apply, owner=owner)
         results.append(result)
@@ -364,7 +432,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
-            "ensure-base": cmd_ensure_base, "publish": cmd_publish, "prune": cmd_prune, "schema": cmd_schema}
+            "ensure-base": cmd_ensure_base, "digests": cmd_digests, "publish": cmd_publish, "prune": cmd_prune,
+            "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

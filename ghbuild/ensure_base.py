@@ -29,6 +29,13 @@ LABEL_PLATFORM = "org.ghbuild.identity.platform"
 RegistryFactory = Callable[[str], Any]   # host -> ghbuild.registry.Registry
 
 
+class BaseMissingError(GhbuildError):
+    """--lookup-only: the base is confirmed missing everywhere (the job meant to build it has not)."""
+
+    exit_code = 12
+    kind = "base missing"
+
+
 class BaseMismatchError(GhbuildError):
     """A ref named by an identity holds an image whose labels say something else."""
 
@@ -130,7 +137,7 @@ def labels_for(identity: ident.Identity) -> dict[str, str]:
 
 
 def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str, str], factory: RegistryFactory,
-           *, base_image: str | None = None, dry_run: bool = False, echo: bool = True,
+           *, base_image: str | None = None, dry_run: bool = False, echo: bool = True, lookup_only: bool = False,
            log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> EnsureResult:
     job = plan.job(image, arch)
     identity = compute_identity(options, job, registry_resolver(factory), base_image)
@@ -152,6 +159,10 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
         log(f"ensure-base: {ref}: present with identity {identity.identity[:12]}: no build")
         return result
 
+    if lookup_only:
+        raise BaseMissingError(f"{image}/{arch}: base identity {identity.identity[:12]} is in no registry "
+                               f"({', '.join(refs.read)}); --lookup-only builds nothing (run ensure-base without it, "
+                               "as the workflow's bases job does)")
     if refs.write is None:
         raise TrustError(
             f"{image}/{arch}: base identity {identity.identity[:12]} is in no registry "

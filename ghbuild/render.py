@@ -52,6 +52,18 @@ def _rate(rate) -> str:
     return f"{rate * 100:.1f} %" if isinstance(rate, (int, float)) else "-"
 
 
+def digests_summary(title: str, planned: list[dict], digests: dict[str, dict]) -> str:
+    """The summary job's table: every planned job, with the ref it pushed or "not pushed"."""
+    lines = [f"### {title}", "", "| job | platform | pushed |", "|---|---|---|"]
+    ids = [job["id"] for job in planned] + [i for i in digests if i not in {job["id"] for job in planned}]
+    platforms = {job["id"]: job.get("platform", "") for job in planned}
+    for job_id in ids:
+        record = digests.get(job_id)
+        pushed = f"`{record['ref']}`" if record and record.get("ref") else "not pushed"
+        lines.append(f"| {job_id} | {platforms.get(job_id) or (record or {}).get('platform', '')} | {pushed} |")
+    return "\n".join(lines) + "\n"
+
+
 def ensure_base_summary(result) -> str:
     """Markdown for the job summary of `ensure-base`: found or built, where, and what the identity hashed."""
     lines = [f"### ghbuild: base {result.image} ({result.arch})", "", "| | |", "|---|---|",

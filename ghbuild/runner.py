@@ -396,13 +396,13 @@ def check(*, gpus: int = 1, min_free_disk: int | str = DEFAULT_MIN_FREE_DISK, di
     if rocminfo_timeout <= 0 or docker_timeout <= 0:
         raise ValueError("timeouts must be positive")
     host = host or Host()
-    return Report([
-        check_gpus(host, gpus, rocminfo_timeout),
-        check_kfd(host),
-        check_render_gid(host),
-        check_disk(host, need, disk_path, docker_timeout),
-        check_containers(host, clean_containers, docker_timeout),
-    ])
+    if gpus == 0:
+        # A job that uses no GPU (building, not smoke-testing) needs neither the devices nor the group.
+        gpu_checks = [Check(name, True, "skipped (--gpus 0)", {"skipped": True}) for name in ("gpus", "kfd", "render-gid")]
+    else:
+        gpu_checks = [check_gpus(host, gpus, rocminfo_timeout), check_kfd(host), check_render_gid(host)]
+    return Report([*gpu_checks, check_disk(host, need, disk_path, docker_timeout),
+                   check_containers(host, clean_containers, docker_timeout)])
 
 
 # --------------------------------------------------------------------------- container flags

@@ -323,3 +323,18 @@ def plan_for(options):
         return planner.plan(ctx, opts or options)
 
     return make
+
+
+def read_outputs(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT's format: `name=value` lines and `name<<DELIMITER` ... `DELIMITER` blocks."""
+    lines, outputs = text.splitlines(), {}
+    while lines:
+        line = lines.pop(0)
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter)
+            outputs[name], lines = "\n".join(lines[:end]), lines[end + 1:]
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+    return outputs

@@ -508,3 +508,57 @@ def test_missing_github_output_file_is_a_clean_error(project):
     result = run(["matrix"], project, {"GITHUB_OUTPUT": str(missing)}, event="push_master")
     message = assert_clean_error(result, 4, "context error")
     assert f"GITHUB_OUTPUT: {missing} does not exist" in message
+
+
+# --------------------------------------------------------------------------- image lists, digests
+
+def test_image_accepts_a_comma_or_space_list_as_a_workflow_passes_one_input(project):
+    for value in (["--image", "cpu,rocm"], ["--image", "cpu rocm"], ["--image", "cpu", "--image", "rocm"]):
+        result = run(["matrix", *LOCAL_PUSH, *value], project)
+        assert result.returncode == 0, result
+        assert [e["id"] for e in result.json()["include"]] == ["cpu-amd64", "cpu-arm64", "rocm-amd64"]
+
+
+@pytest.mark.parametrize("command", [["prune"], ["publish", "nightly", "--dry-run", "--sha", SHA]])
+def test_publish_and_prune_refuse_a_content_addressed_image(project, command):
+    result = run([*command, "--image", "rocm-base"], project)
+    assert result.returncode == 2, result
+    assert "content-addressed base is not published per commit" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_matrix_says_whether_jobs_get_secrets(project, tmp_path):
+    out = tmp_path / "out"
+    out.write_text("")
+    result = run(["matrix"], project, event="pull_request", env={"GITHUB_OUTPUT": str(out)})
+    assert result.returncode == 0, result
+    from conftest import read_outputs
+
+    outputs = read_outputs(out.read_text())
+    assert outputs["secrets"] == "false" and outputs["trusted"] == "false"
+
+
+def test_digests_collects_records_and_lists_every_planned_job(project, tmp_path):
+    records = tmp_path / "records"
+    records.mkdir()
+    ref = "127.0.0.1:5000/ghbuild/cpu@sha256:" + "a" * 64
+    (records / "cpu-amd64.json").write_text(json.dumps({"id": "cpu-amd64", "image": "cpu", "arch": "amd64",
+                                                        "platform": "linux/amd64", "digest": "sha256:" + "a" * 64,
+                                                        "ref": ref}))
+    matrix = {"include": [{"id": "cpu-amd64", "platform": "linux/amd64"}, {"id": "cpu-arm64", "platform": "linux/arm64"}]}
+    summary, out = tmp_path / "summary.md", tmp_path / "out"
+    summary.write_text("")
+    out.write_text("")
+    result = run(["digests", str(records), "--matrix", json.dumps(matrix)], project,
+                 env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(out), "GITHUB_ACTIONS": "true"})
+    assert result.returncode == 0, result
+    assert result.json() == {"cpu-amd64": {"image": "cpu", "arch": "amd64", "platform": "linux/amd64",
+                                           "digest": "sha256:" + "a" * 64, "ref": ref}}
+    assert f"| cpu-amd64 | linux/amd64 | `{ref}` |" in summary.read_text()
+    assert "| cpu-arm64 | linux/arm64 | not pushed |" in summary.read_text()
+    from conftest import read_outputs
+
+    assert json.loads(read_outputs(out.read_text())["digests"]) == result.json()
+    (records / "junk.json").write_text("[1, 2]")
+    bad = run(["digests", str(records)], project)
+    assert bad.returncode == 2 and "junk.json: not a record" in bad.stderr

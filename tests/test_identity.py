@@ -18,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import read_outputs
+
 from ghbuild import config, context, identity, planner
 from ghbuild.ensure_base import compute_identity, pinned, split_reference
 
@@ -361,21 +363,6 @@ def test_fast_route_equals_reading_every_file(tmp_path_factory, tree, edits):
     fast = identity.git_inputs(root, patterns)
     slow = identity.reference_inputs(root, patterns)
     assert [e.key() for e in fast] == [e.key() for e in slow]
-
-
-def read_outputs(text: str) -> dict[str, str]:
-    """GITHUB_OUTPUT's format: `name=value` lines and `name<<DELIMITER` ... `DELIMITER` blocks."""
-    lines, outputs = text.splitlines(), {}
-    while lines:
-        line = lines.pop(0)
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            end = lines.index(delimiter)
-            outputs[name], lines = "\n".join(lines[:end]), lines[end + 1:]
-        elif "=" in line:
-            name, value = line.split("=", 1)
-            outputs[name] = value
-    return outputs
 
 
 def test_matrix_identities_match_the_identity_command(repo):

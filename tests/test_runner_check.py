@@ -410,3 +410,19 @@ def test_parse_rocminfo():
     # Without Agent headers, every `Name: gfx*` line is one agent (ISA names are not).
     assert runner.parse_rocminfo("  Name: gfx90a\n  Name: amdgcn-amd-amdhsa--gfx90a:xnack-\n  Name: gfx1100\n") == \
         ["gfx90a", "gfx1100"]
+
+
+def test_gpus_0_skips_every_gpu_check_on_a_runner_without_gpus(tmp_path):
+    """A build job on a ROCm runner needs disk and a clean engine, not /dev/kfd or the render group."""
+    from ghbuild import runner
+
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "group").write_text("video:x:44:\n")          # no render group, no /dev/kfd at all
+    host = runner.Host(root=root)
+    report = runner.check(gpus=0, min_free_disk="1B", disk_path=tmp_path, host=host, docker_timeout=5)
+    by_name = {c.name: c for c in report.checks}
+    assert [by_name[n].ok for n in ("gpus", "kfd", "render-gid")] == [True, True, True]
+    assert all("skipped" in by_name[n].message for n in ("gpus", "kfd", "render-gid"))
+    with_gpu = runner.check(gpus=1, min_free_disk="1B", disk_path=tmp_path, host=host, docker_timeout=5)
+    assert not {c.name: c for c in with_gpu.checks}["kfd"].ok

@@ -139,6 +139,18 @@ def test_the_consumer_takes_the_base_only_by_digest(session: Session, project: P
     assert built.report["pushed"] and built.report["ref"].split("@")[1].startswith("sha256:")
 
 
+def test_lookup_only_finds_or_fails_and_never_builds(session: Session, project: Path, first: Run):
+    found = ghb(session, project, "lookup-found", "ensure-base", "--image", "tiny", "--lookup-only", "--json")
+    assert found.report["ref"] == first.report["ref"] and found.report["built"] is False
+    env = session.env(GHBUILD_IMAGES_TINY_IDENTITY_VERSION="lookup")
+    identity = identity_of(session, project, env=env)
+    missing = ghb(session, project, "lookup-missing", "ensure-base", "--image", "tiny", "--lookup-only", env=env)
+    assert missing.rc == 12, missing.tail()
+    assert "ghbuild: base missing:" in missing.stderr and "--lookup-only builds nothing" in missing.stderr
+    assert "[internal] load build definition" not in missing.stderr
+    assert tag_digest(session, f"ghbuild-test-{session.sid}/tiny", f"tiny-{identity}") is None
+
+
 def test_a_lookup_failure_fails_closed(session: Session, project: Path, first: Run):
     env = session.env(GHBUILD_IMAGES_TINY_IDENTITY_VERSION="fault")   # an identity nobody built: a miss would build
     identity = identity_of(session, project, env=env)
