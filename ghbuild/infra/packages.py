@@ -14,7 +14,8 @@ from .common import InfraError, info, logs_dir, run
 
 APT_PACKAGES = ("docker.io", "debootstrap", "qemu-user-static", "binfmt-support", "docker-registry", "skopeo")
 # debootstrap only recommends the keyring; without it the bookworm Release file is not verified.
-APT_SUPPORT_PACKAGES = ("debian-archive-keyring",)
+# nodejs: act runs the JavaScript actions (build-image) with the host's node in host mode.
+APT_SUPPORT_PACKAGES = ("debian-archive-keyring", "nodejs")
 
 POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
 _OUR_POLICY = "#!/bin/sh\n# temporary, written by ghbuild.infra during apt-get install: start no services\nexit 101\n"

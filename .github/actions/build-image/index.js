@@ -1,0 +1,114 @@
+// The build-image action: run `ghbuild build` (or `ghbuild ensure-base`) with the runner's runtime
+// variables in its environment.
+//
+// Why a JavaScript action: the runner gives ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL (the GitHub
+// Actions cache service) to JavaScript actions only, never to `run:` steps, and buildx silently
+// drops a `type=gha` cache without them. This action hands its own environment to the one child
+// process it starts and to nothing else: it never writes GITHUB_ENV, so no later step sees the token.
+//
+// No dependencies (no @actions/core): inputs come from INPUT_* variables, the only output it writes
+// itself (`gha-cache`) goes to GITHUB_OUTPUT; ghbuild writes `digest`, `ref`, ... to the same file.
+// Exit code: ghbuild's.
+'use strict';
+
+const { spawn } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+
+const RUNTIME_VARS = ['ACTIONS_RUNTIME_TOKEN', 'ACTIONS_RESULTS_URL'];
+
+function escapeData(text) {
+  return String(text).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+
+function fail(message) {
+  process.stdout.write(`::error title=ghbuild build-image::${escapeData(message)}\n`);
+  process.exit(1);
+}
+
+function input(name) {
+  // The runner's rule: INPUT_ + name with spaces as _, upper-cased (hyphens stay).
+  return (process.env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] || '').trim();
+}
+
+function booleanInput(name) {
+  const value = input(name).toLowerCase();
+  if (['true', 'on', '1'].includes(value)) return true;
+  if (['', 'false', 'off', '0'].includes(value)) return false;
+  return fail(`input ${name}: '${value}' is not true or false`);
+}
+
+function setOutput(name, value) {
+  const file = process.env.GITHUB_OUTPUT;
+  if (file) fs.appendFileSync(file, `${name}=${value}\n`);
+}
+
+function findGhbuild() {
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, 'ghbuild');
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch (err) {
+      // not here
+    }
+  }
+  return fail('ghbuild is not on PATH: run the setup action (.github/actions/setup) earlier in this job');
+}
+
+function command() {
+  const image = input('image');
+  const arch = input('arch');
+  const kind = input('kind') || 'image';
+  if (!image) fail('input image is required');
+  if (!arch) fail('input arch is required');
+  const args = [];
+  if (kind === 'image') {
+    args.push('build', '--image', image, '--arch', arch);
+    if (booleanInput('push')) args.push('--push');
+    if (input('target')) args.push('--target', input('target'));
+    if (booleanInput('require-digest-base')) args.push('--require-digest-base');
+    if (input('record')) args.push('--record', input('record'));
+  } else if (kind === 'base') {
+    args.push('ensure-base', '--image', image, '--arch', arch);
+    if (booleanInput('lookup-only')) args.push('--lookup-only');
+  } else {
+    fail(`input kind: '${kind}' is not image or base`);
+  }
+  if (input('base-image')) args.push('--base-image', input('base-image'));
+  if (input('config')) args.push('--config', input('config'));
+  return args;
+}
+
+function main() {
+  const args = command();
+  const exe = findGhbuild();
+  const missing = RUNTIME_VARS.filter((name) => !process.env[name]);
+  if (missing.length) {
+    // ghbuild reports the skipped cache itself (a warning per skipped type=gha ref, in the summary too).
+    console.log(`ghbuild build-image: ${missing.join(' and ')} not in this action's environment: ` +
+                'a type=gha layer cache cannot be used in this run (ghbuild skips it and says so)');
+    setOutput('gha-cache', 'unavailable');
+  } else {
+    console.log(`ghbuild build-image: ${RUNTIME_VARS.join(' and ')} handed to this ghbuild run only ` +
+                '(type=gha layer cache available)');
+    setOutput('gha-cache', 'available');
+  }
+  console.log(`ghbuild build-image: ${[exe, ...args].join(' ')}`);
+  const child = spawn(exe, args, { stdio: 'inherit', env: process.env });
+  // A cancelled job signals this process: pass it on, so ghbuild stops the build and cleans up.
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.on(signal, () => child.kill(signal));
+  }
+  child.on('error', (err) => fail(`cannot run ${exe}: ${err.message}`));
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      process.stdout.write(`::error title=ghbuild build-image::${escapeData(`ghbuild ${args[0]} killed by ${signal}`)}\n`);
+      process.exit(1);
+    }
+    process.exit(code === null ? 1 : code);
+  });
+}
+
+main();

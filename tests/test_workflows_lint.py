@@ -1,0 +1,408 @@
+""".github/ as code: zizmor (offline, default persona) finds nothing, GitHub's schemas accept every
+workflow and action, the rules of issue 6 hold (SHA pins, least privilege, no expressions in `run:`,
+action bodies that only call ghbuild, no runtime token in GITHUB_ENV), and the two pieces of action
+code work: the build-image JavaScript action (with node, against a fake `ghbuild`) and the setup
+action's caching (a second setup in a job does nothing).
+
+No network, no engine: these run in every `make test`. The workflows are run for real by
+tests/engine/test_90_workflows_act.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+REPO = Path(__file__).resolve().parents[1]
+GITHUB = REPO / ".github"
+BIN = Path(sys.executable).parent
+WORKFLOWS = sorted((GITHUB / "workflows").glob("*.yml"))
+ACTIONS = sorted((GITHUB / "actions").glob("*/action.yml"))
+BUILD_IMAGE_JS = GITHUB / "actions" / "build-image" / "index.js"
+SETUP_PY = GITHUB / "actions" / "setup" / "setup.py"
+SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+(/[^@\s]*)?@[0-9a-f]{40}$")
+VERSION_COMMENT = re.compile(r"#\s*v\d+(\.\d+){0,2}\s*$")
+
+
+def load(path: Path) -> dict:
+    """YAML 1.2, as GitHub reads it (`on:` stays a string key)."""
+    return YAML(typ="safe", pure=True).load(path.read_text("utf-8"))
+
+
+def tool(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        pytest.fail(f"{name} is not installed in {BIN} (it is in the test extra of pyproject.toml)", pytrace=False)
+    return str(path)
+
+
+def test_the_expected_files_exist():
+    assert {p.name for p in WORKFLOWS} >= {"build-images.yml", "ci.yml", "nightly.yml", "release.yml"}
+    assert {p.parent.name for p in ACTIONS} >= {"setup", "plan", "build-image", "publish", "diagnose"}
+
+
+# --------------------------------------------------------------------------- linters
+
+
+def test_zizmor_offline_reports_nothing():
+    proc = subprocess.run([tool("zizmor"), "--offline", "--strict-collection", "--no-ignores", "--format", "json",
+                           str(GITHUB)], capture_output=True, text=True, timeout=300)
+    try:
+        findings = json.loads(proc.stdout or "[]")
+    except json.JSONDecodeError:
+        pytest.fail(f"zizmor exited {proc.returncode}, output is not JSON:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    summary = [f"{f['ident']}: {f['locations'][0]['symbolic']['key']}" for f in findings]
+    assert findings == [], "zizmor findings:\n" + "\n".join(map(str, summary))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("schema,files", [("vendor.github-workflows", WORKFLOWS), ("vendor.github-actions", ACTIONS)],
+                         ids=["workflows", "actions"])
+def test_github_schemas_accept_every_file(schema, files):
+    proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", schema, *map(str, files)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------- the rules of the issue
+
+
+def all_steps():
+    """(file, job or None, step) for every step of every workflow and composite action."""
+    for path in WORKFLOWS:
+        for job_id, job in (load(path).get("jobs") or {}).items():
+            for step in job.get("steps") or []:
+                yield path, job_id, step
+    for path in ACTIONS:
+        for step in (load(path).get("runs") or {}).get("steps") or []:
+            yield path, None, step
+
+
+def test_every_action_input_and_output_is_described():
+    missing = []
+    for path in ACTIONS:
+        data = load(path)
+        assert data.get("description"), f"{path}: no description"
+        for kind in ("inputs", "outputs"):
+            for name, spec in (data.get(kind) or {}).items():
+                if not (isinstance(spec, dict) and str(spec.get("description") or "").strip()):
+                    missing.append(f"{path.parent.name}: {kind}.{name}")
+    assert missing == []
+
+
+def test_every_remote_action_is_pinned_by_sha_with_a_version_comment():
+    bad = []
+    for path in [*WORKFLOWS, *ACTIONS]:
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            m = re.match(r"^\s*(?:-\s*)?uses:\s*(\S+)(.*)$", line)
+            if not m or m.group(1).startswith(("./", "$/")):
+                continue
+            if not SHA_PIN.match(m.group(1)) or not VERSION_COMMENT.search(m.group(2)):
+                bad.append(f"{path.name}:{number}: {line.strip()}")
+    assert bad == []
+
+
+def test_own_actions_and_workflows_are_referenced_by_self_repository():
+    """`$/` resolves to this repository at the running commit, also when another repository calls
+    build-images.yml (so its actions always match it); `./` would resolve in the caller's workspace."""
+    for path in WORKFLOWS:
+        text = path.read_text("utf-8")
+        assert "uses: ./" not in text, path
+    assert "uses: $/.github/actions/build-image" in (GITHUB / "workflows" / "build-images.yml").read_text()
+
+
+def test_least_privilege_permissions():
+    for path in WORKFLOWS:
+        data = load(path)
+        assert data.get("permissions") == {}, f"{path.name}: top-level permissions must be {{}}"
+        for job_id, job in data["jobs"].items():
+            perms = job.get("permissions")
+            assert isinstance(perms, dict), f"{path.name}: job {job_id} has no permissions block"
+            for scope, level in perms.items():
+                assert level in ("read", "write"), (path.name, job_id, scope, level)
+                if level == "write":
+                    allowed = {"packages"} if path.name != "release.yml" else {"contents"}
+                    assert scope in allowed, f"{path.name}: job {job_id} writes {scope}"
+    # The jobs that never write say so.
+    build = load(GITHUB / "workflows" / "build-images.yml")["jobs"]
+    assert build["plan"]["permissions"] == {"contents": "read", "packages": "read"}
+    assert build["summary"]["permissions"] == {}
+
+
+def test_no_expression_reaches_a_shell_directly():
+    """Values reach `run:` only through `env:` (no template injection, untrusted or not)."""
+    bad = [f"{path.name} {job or ''}: {step.get('name') or step['run'][:60]}"
+           for path, job, step in all_steps() if "run" in step and "${{" in step["run"]]
+    assert bad == []
+
+
+def test_action_bodies_only_call_ghbuild():
+    for path in ACTIONS:
+        data = load(path)
+        runs = data["runs"]
+        if runs["using"] != "composite":
+            continue
+        for step in runs["steps"]:
+            assert "uses" not in step, f"{path}: composite actions here call no other action"
+            command = " ".join(step["run"].split())
+            if path.parent.name == "setup":
+                assert command == '"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py"', command
+            else:
+                assert command.startswith("ghbuild ") and not re.search(r"[;&|`]|\$\(|\bif\b|\bfor\b", command), \
+                    f"{path.parent.name}: {command}"
+
+
+def test_build_image_is_a_dependency_free_node_action():
+    data = load(GITHUB / "actions" / "build-image" / "action.yml")
+    assert data["runs"] == {"using": "node20", "main": "index.js"}
+    source = BUILD_IMAGE_JS.read_text("utf-8")
+    requires = set(re.findall(r"require\(['\"]([^'\"]+)['\"]\)", source))
+    assert requires <= {"child_process", "fs", "path"}, requires
+    assert not (BUILD_IMAGE_JS.parent / "package.json").exists()
+
+
+def test_nothing_writes_github_env():
+    """The runtime token must reach the build step only; nothing here exports anything to later steps
+    through GITHUB_ENV (setup puts one folder on GITHUB_PATH, that is all)."""
+    code = "\n".join(line for line in BUILD_IMAGE_JS.read_text("utf-8").splitlines()
+                     if not line.lstrip().startswith("//"))
+    assert "GITHUB_ENV" not in code
+    assert "GITHUB_ENV" not in SETUP_PY.read_text("utf-8")
+    for path, job, step in all_steps():
+        assert "GITHUB_ENV" not in str(step.get("run", "")), (path.name, job, step.get("name"))
+
+
+def test_nightly_and_release_share_one_publish_group_and_nightly_runs_alone():
+    nightly, release = load(GITHUB / "workflows" / "nightly.yml"), load(GITHUB / "workflows" / "release.yml")
+    assert nightly["concurrency"]["cancel-in-progress"] is False
+    assert nightly["jobs"]["publish"]["needs"] == "build"
+    assert nightly["jobs"]["publish"]["concurrency"]["group"] == release["jobs"]["release"]["concurrency"]["group"]
+    assert release["on"]["workflow_dispatch"]["inputs"]["version"]["required"] is True
+
+
+def test_reusable_workflow_contract():
+    data = load(GITHUB / "workflows" / "build-images.yml")
+    call = data["on"]["workflow_call"]
+    assert {"config", "images", "push"} <= set(call["inputs"])
+    assert all(not spec.get("required") for spec in call["secrets"].values()), "a fork without secrets must build"
+    assert "digests" in call["outputs"]
+    jobs = data["jobs"]
+    assert set(jobs) >= {"plan", "build", "summary"}
+    assert jobs["build"]["runs-on"] == "${{ matrix.runs_on }}"
+    assert jobs["build"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    assert "matrix.identity" in jobs["bases"]["concurrency"]["group"]
+
+
+# --------------------------------------------------------------------------- build-image (node)
+
+
+@pytest.fixture()
+def node():
+    path = shutil.which("node")
+    if not path:
+        pytest.fail("node is not on PATH (GitHub runners have it; act runs JavaScript actions with it)",
+                    pytrace=False)
+    return path
+
+
+@pytest.fixture()
+def fake_ghbuild(tmp_path):
+    """A `ghbuild` on PATH that records its argv and the runtime variables it was given."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "ghbuild"
+    script.write_text(f"""#!{sys.executable}
+import json, os, sys
+with open(os.environ["FAKE_RECORD"], "w") as fh:
+    json.dump({{"argv": sys.argv[1:], "token": os.environ.get("ACTIONS_RUNTIME_TOKEN"),
+               "results": os.environ.get("ACTIONS_RESULTS_URL")}}, fh)
+with open(os.environ["GITHUB_OUTPUT"], "a") as fh:
+    fh.write("digest=sha256:" + "a" * 64 + "\\n")
+sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return folder
+
+
+def run_build_image(node, tmp_path, path_dir, inputs: dict[str, str], **env: str):
+    output, github_env = tmp_path / "output", tmp_path / "github_env"
+    output.write_text("")
+    github_env.write_text("")
+    full_env = {"PATH": f"{path_dir}:/usr/bin:/bin", "GITHUB_OUTPUT": str(output), "GITHUB_ENV": str(github_env),
+                "FAKE_RECORD": str(tmp_path / "record.json"),
+                **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}, **env}
+    proc = subprocess.run([node, str(BUILD_IMAGE_JS)], env=full_env, capture_output=True, text=True, timeout=60)
+    record = json.loads((tmp_path / "record.json").read_text()) if (tmp_path / "record.json").exists() else None
+    return proc, record, output.read_text(), github_env.read_text()
+
+
+def test_build_image_hands_the_runtime_variables_to_ghbuild_only(node, tmp_path, fake_ghbuild):
+    proc, record, output, github_env = run_build_image(
+        node, tmp_path, fake_ghbuild,
+        {"image": "cpu", "arch": "arm64", "push": "true", "base-image": "r/base@sha256:" + "b" * 64,
+         "require-digest-base": "true", "config": "ci/ghbuild.toml", "kind": "image", "record": "/t/cpu-arm64.json"},
+        ACTIONS_RUNTIME_TOKEN="runtime-token-value", ACTIONS_RESULTS_URL="https://results.example/")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert record["argv"] == ["build", "--image", "cpu", "--arch", "arm64", "--push", "--require-digest-base",
+                              "--record", "/t/cpu-arm64.json", "--base-image", "r/base@sha256:" + "b" * 64,
+                              "--config", "ci/ghbuild.toml"]
+    assert record["token"] == "runtime-token-value" and record["results"] == "https://results.example/"
+    assert github_env == "", "the runtime variables must never go to GITHUB_ENV"
+    assert "gha-cache=available" in output and "digest=sha256:" in output
+    assert "runtime-token-value" not in proc.stdout + proc.stderr
+
+
+def test_build_image_reports_a_gha_cache_that_would_be_dropped(node, tmp_path, fake_ghbuild):
+    proc, record, output, _ = run_build_image(node, tmp_path, fake_ghbuild, {"image": "cpu", "arch": "amd64"},
+                                              ACTIONS_RUNTIME_TOKEN="t")
+    assert proc.returncode == 0, proc.stderr
+    assert record["argv"] == ["build", "--image", "cpu", "--arch", "amd64"]
+    assert "gha-cache=unavailable" in output
+    assert "ACTIONS_RESULTS_URL not in this action's environment" in proc.stdout
+
+
+def test_build_image_runs_ensure_base_for_a_base(node, tmp_path, fake_ghbuild):
+    proc, record, _, _ = run_build_image(node, tmp_path, fake_ghbuild,
+                                         {"image": "rocm-base", "arch": "amd64", "kind": "base", "push": "true"})
+    assert proc.returncode == 0, proc.stderr
+    assert record["argv"] == ["ensure-base", "--image", "rocm-base", "--arch", "amd64"]
+    proc, record, _, _ = run_build_image(node, tmp_path, fake_ghbuild,
+                                         {"image": "rocm-base", "arch": "amd64", "kind": "base", "lookup-only": "true"})
+    assert proc.returncode == 0, proc.stderr
+    assert record["argv"] == ["ensure-base", "--image", "rocm-base", "--arch", "amd64", "--lookup-only"]
+
+
+def test_build_image_passes_ghbuilds_exit_code_through(node, tmp_path, fake_ghbuild):
+    proc, _, _, _ = run_build_image(node, tmp_path, fake_ghbuild, {"image": "cpu", "arch": "amd64"}, FAKE_EXIT="11")
+    assert proc.returncode == 11
+
+
+@pytest.mark.parametrize("inputs,message", [
+    ({"image": "cpu", "arch": "amd64", "push": "yes please"}, "input push: 'yes please' is not true or false"),
+    ({"image": "cpu", "arch": "amd64", "kind": "nightly"}, "input kind: 'nightly' is not image or base"),
+    ({"arch": "amd64"}, "input image is required"),
+])
+def test_build_image_refuses_bad_inputs(node, tmp_path, fake_ghbuild, inputs, message):
+    proc, record, _, _ = run_build_image(node, tmp_path, fake_ghbuild, inputs)
+    assert proc.returncode == 1 and record is None
+    assert f"::error title=ghbuild build-image::{message}" in proc.stdout
+
+
+def test_build_image_without_setup_says_what_to_do(node, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc, record, _, _ = run_build_image(node, tmp_path, empty, {"image": "cpu", "arch": "amd64"})
+    assert proc.returncode == 1 and record is None
+    assert "run the setup action" in proc.stdout
+
+
+# --------------------------------------------------------------------------- setup (caching)
+
+
+def fake_toolkit(tmp_path: Path) -> Path:
+    """A minimal ghbuild checkout: the setup action, pyproject, README, the package."""
+    root = tmp_path / "toolkit"
+    (root / ".github" / "actions" / "setup").mkdir(parents=True)
+    shutil.copy2(SETUP_PY, root / ".github" / "actions" / "setup" / "setup.py")
+    (root / "ghbuild").mkdir()
+    (root / "ghbuild" / "__init__.py").write_text('__version__ = "0.1.0"\n')
+    (root / "pyproject.toml").write_text('[project]\nname = "ghbuild"\n')
+    (root / "README.md").write_text("ghbuild\n")
+    return root
+
+
+def run_setup(root: Path, runner_temp: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    output = tmp_path / "setup-output"
+    output.write_text("")
+    path_file = tmp_path / "setup-path"
+    env = {"PATH": os.environ.get("PATH", ""), "RUNNER_TEMP": str(runner_temp), "GITHUB_OUTPUT": str(output),
+           "GITHUB_PATH": str(path_file), "GITHUB_ACTION_PATH": str(root / ".github" / "actions" / "setup"),
+           # Nothing may be installed in this test: a real pip run would need the network.
+           "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "no-wheels")}
+    proc = subprocess.run([sys.executable, str(root / ".github" / "actions" / "setup" / "setup.py")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    return proc, outputs
+
+
+def plant_install(root: Path, runner_temp: Path) -> None:
+    """What a first setup leaves: the venv's ghbuild and the stamp of the sources it came from."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ghbuild_setup_action", SETUP_PY)
+    setup_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup_module)
+    home = runner_temp / "ghbuild"
+    exe = home / "venv" / "bin" / "ghbuild"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\necho 'ghbuild 0.1.0'\n")
+    exe.chmod(0o755)
+    fingerprint = setup_module.fingerprint(root, setup_module.source_files(root))
+    (home / "setup.json").write_text(json.dumps({"fingerprint": fingerprint}))
+
+
+def test_a_second_setup_in_the_same_job_does_nothing(tmp_path):
+    root, runner_temp = fake_toolkit(tmp_path), tmp_path / "runner-temp"
+    plant_install(root, runner_temp)
+    proc, outputs = run_setup(root, runner_temp, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert outputs["cached"] == "true" and outputs["version"] == "0.1.0", outputs
+    assert "already set up in this job" in proc.stdout and "pip install" not in proc.stdout
+    link = runner_temp / "ghbuild" / "bin" / "ghbuild"
+    assert outputs["ghbuild"] == str(link) and link.resolve() == (runner_temp / "ghbuild/venv/bin/ghbuild").resolve()
+    # Only that folder goes on PATH: the venv's python and pip never shadow the job's.
+    assert (tmp_path / "setup-path").read_text().splitlines() == [str(link.parent)]
+    assert sorted(p.name for p in link.parent.iterdir()) == ["ghbuild"]
+
+
+def test_setup_reinstalls_when_the_sources_change(tmp_path):
+    root, runner_temp = fake_toolkit(tmp_path), tmp_path / "runner-temp"
+    plant_install(root, runner_temp)
+    (root / "ghbuild" / "new.py").write_text("x = 1\n")
+    proc, _ = run_setup(root, runner_temp, tmp_path)
+    # Not cached any more: it tries to install (and fails here, offline with no wheels), and says so.
+    assert proc.returncode == 1
+    assert "pip install ghbuild into" in proc.stdout and "::error title=ghbuild setup::" in proc.stdout
+
+
+def test_setup_refuses_a_folder_that_is_not_ghbuild(tmp_path):
+    root = tmp_path / "other"
+    (root / ".github" / "actions" / "setup").mkdir(parents=True)
+    shutil.copy2(SETUP_PY, root / ".github" / "actions" / "setup" / "setup.py")
+    proc, _ = run_setup(root, tmp_path / "rt", tmp_path)
+    assert proc.returncode == 1 and "is not a ghbuild checkout" in proc.stdout
+
+
+# --------------------------------------------------------------------------- the documented caller
+
+
+def doc_caller(tmp_path: Path) -> Path:
+    text = (REPO / "README.md").read_text("utf-8").split("## Use it in your fork", 1)[1]
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "images.yml"
+    path.write_text(re.sub(r"(build-images\.yml@)\S+", r"\g<1>" + "0" * 40, block), "utf-8")
+    return path
+
+
+def test_the_documented_caller_is_fifteen_lines_github_accepts(tmp_path):
+    path = doc_caller(tmp_path)
+    lines = [line for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(lines) == 15, lines
+    proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run([tool("zizmor"), "--offline", "--no-ignores", "--format", "json", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout or "[]") == [], proc.stdout[-3000:]
+    # Every secret it passes is one the reusable workflow declares.
+    declared = set(load(GITHUB / "workflows" / "build-images.yml")["on"]["workflow_call"]["secrets"])
+    assert set(load(path)["jobs"]["images"]["secrets"]) <= declared
