@@ -166,8 +166,9 @@ def default_factory(env: Mapping[str, str], log: Callable[[str], None]) -> Regis
     return make
 
 
-def _single_arch(reg: registry.Registry, repo: str, tag: str, arch: str) -> registry.Manifest:
-    """The per-arch image behind a staging tag, verified to be `arch` (index with one platform allowed)."""
+def _single_arch(reg: registry.Registry, repo: str, tag: str, arch: str) -> tuple[registry.Manifest, dict]:
+    """The per-arch image behind a staging tag and its platform, verified to be `arch` (index with one
+    platform allowed). The platform is returned so that the index entry needs no second config read."""
     manifest = reg.get_manifest(repo, tag)
     if manifest.is_index:
         platforms = manifest.platforms()
@@ -181,7 +182,7 @@ def _single_arch(reg: registry.Registry, repo: str, tag: str, arch: str) -> regi
         got = "/".join(str(platform.get(k)) for k in ("os", "architecture") if platform.get(k))
         raise PublishError(f"{reg.host}/{repo}:{tag} claims {arch} but its image config says {got}: "
                            "refusing to publish a mislabelled image")
-    return manifest
+    return manifest, platform
 
 
 def present_arches(plan: PublishPlan, factory: RegistryFactory) -> list[str]:
@@ -211,7 +212,8 @@ def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
     if missing:
         raise PublishError(f"staging image(s) missing: {', '.join(missing)}; a {plan.kind} is published only "
                            "when every architecture built")
-    manifests = {s.arch: _single_arch(src, s_repo, s.tag, s.arch) for s in plan.sources}
+    verified = {s.arch: _single_arch(src, s_repo, s.tag, s.arch) for s in plan.sources}
+    manifests = {arch: manifest for arch, (manifest, _) in verified.items()}
 
     # 2. copy by digest, the architectures side by side (each with its own HTTP sessions)
     stats = registry.CopyStats()
@@ -222,7 +224,7 @@ def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
         action = f"copy {plan.staging}:{source.tag} ({manifest.digest}) -> {plan.publish}@{manifest.digest}"
         result.actions.append(action)
         log(("would " if dry_run else "") + action)
-        platform = registry.image_platform(src, s_repo, manifest)
+        platform = verified[source.arch][1]
         children.append(registry.Descriptor(manifest.media_type, manifest.digest, len(manifest.raw), platform))
     if not dry_run:
         _copy_arches(src, s_repo, dst, p_repo, [manifests[s.arch] for s in plan.sources], stats, log)
@@ -280,6 +282,8 @@ def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_
             registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log)
         return
     from concurrent.futures import ThreadPoolExecutor
+
+    log = registry.serialized(log)
 
     def one(manifest: registry.Manifest) -> registry.CopyStats:
         part = registry.CopyStats()

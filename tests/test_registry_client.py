@@ -391,7 +391,9 @@ def test_reset_mid_blob_upload_is_retried(reg, proxy, direct_host):
     resets = [e for e in layer_patches if e.action == "reset"]
     assert len(resets) == 1 and resets[0].request_bytes == 64 * 1024
     assert [e.status for e in layer_patches if e.content_length == sizes[layer]] == [None, 202]
-    after_reset = [e for e in proxy.log if e.start >= resets[0].end]
+    # by start time: the proxy logs the reset when its handler ends, which under load can be after the
+    # client, seeing the RST, already sent its DELETE (one blob at a time: nothing else goes through it)
+    after_reset = sorted((e for e in proxy.log if e.start > resets[0].start), key=lambda e: e.start)
     assert after_reset[0].method == "DELETE" and "/blobs/uploads/" in after_reset[0].path   # session cancelled
     assert len(dst.sleeps) == 1
     assert hashlib.sha256(reg.get_blob(dst_repo, layer)).hexdigest() == layer.split(":")[1]
@@ -516,3 +518,109 @@ def test_blobs_of_one_image_are_copied_in_parallel(reg, proxy, direct_host):
         assert (stats.copied_blobs, stats.copied_bytes) == (2, sum(sizes.values()))
         assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
     assert timings[4] < 1.15 <= timings[1], timings
+
+
+# --------------------------------------------------------------------------- digest checks without a local hash
+
+
+def test_corrupt_bytes_are_refused_by_the_target_as_digest_mismatch(reg, proxy):
+    """ghbuild does not hash what it streams: the target does (PUT ?digest=). Bytes of the right size that
+    hash to something else are refused with DIGEST_INVALID, which is a DigestMismatch (a RegistryError, not
+    retried); the upload session is cancelled and the target holds no blob under that digest."""
+    repo = name()
+    data = big_payload(300_000)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    corrupt = data[:1000] + bytes([data[1000] ^ 0xFF]) + data[1001:]
+    c = Client(proxy.host)
+    with pytest.raises(DigestMismatch, match="DIGEST_INVALID"):
+        c.reg.upload_stream(repo, Descriptor("application/octet-stream", digest, len(data)), [corrupt])
+    # distribution drops the session itself after DIGEST_INVALID, so the best-effort DELETE may find it gone
+    assert [(e.method, e.status) for e in proxy.log][:3] == [("POST", 202), ("PATCH", 202), ("PUT", 400)]
+    assert [e.method for e in proxy.log][3:] == ["DELETE"] and proxy.log[3].status in (204, 404)
+    assert proxy.log[1].request_bytes == len(data)
+    assert reg.get_blob(repo, digest) is None
+    assert c.sleeps == []
+
+
+def test_copy_of_a_source_serving_wrong_bytes_fails_and_pushes_nothing(reg, proxy, direct_host):
+    """The layer's bytes are altered in flight from the source: the copy fails with DigestMismatch at once
+    (one PATCH, no retry), no manifest or tag reaches the target, and the failed session is cancelled."""
+    src_repo, dst_repo = name(), name()
+    image = reg.push_image(src_repo, "v1", payload=big_payload())
+    layer = image_layer(reg, src_repo, image)
+    src = Client(direct_host).reg
+    real_open = src.open_blob
+
+    def open_corrupted(repo: str, digest: str):
+        resp = real_open(repo, digest)
+        if digest == layer:
+            stream = resp.raw.stream
+
+            def flipped(amt, decode_content=None):
+                for i, chunk in enumerate(stream(amt, decode_content=decode_content)):
+                    yield bytes([chunk[0] ^ 1]) + chunk[1:] if i == 0 else chunk
+
+            resp.raw.stream = flipped
+        return resp
+
+    src.open_blob = open_corrupted
+    dst = Client(proxy.host)
+    with pytest.raises(DigestMismatch, match=layer[:19]):
+        registry.copy_image(src, src_repo, "v1", dst.reg, dst_repo, tags=("v1",), parallel=1)
+    layer_puts = [e for e in proxy.requests("PUT", r"/blobs/uploads/") if layer.split(":")[1] in e.path]
+    assert [e.status for e in layer_puts] == [400] and dst.sleeps == []
+    assert proxy.requests("PUT", r"/manifests/") == []
+    assert proxy.requests("DELETE", r"/blobs/uploads/")
+    assert reg.get_blob(dst_repo, layer) is None and reg.head_manifest(dst_repo, "v1") is None
+
+
+def test_source_length_other_than_the_descriptor_fails_before_uploading(reg, proxy, direct_host):
+    """A source answering with a Content-Length other than the manifest's size cannot serve that blob:
+    DigestMismatch before a single byte goes to the target."""
+    src_repo, dst_repo = name(), name()
+    data = big_payload(50_000)
+    digest = reg.push_blob(src_repo, data)
+    stats = CopyStats()
+    with pytest.raises(DigestMismatch, match="serves 50000 bytes, the manifest says 50001"):
+        registry.copy_blob(Client(direct_host).reg, src_repo, Client(proxy.host).reg, dst_repo,
+                           Descriptor("application/octet-stream", digest, len(data) + 1), stats)
+    assert [e.method for e in proxy.log] == ["HEAD"] and stats.copied_blobs == 0
+
+
+def test_a_longer_source_never_sends_more_than_the_declared_length(reg, proxy):
+    """Chunks beyond the descriptor's size are not sent (they would be read as the next request on the
+    kept-alive connection): the PATCH carries exactly `size` bytes and the upload fails as DigestMismatch."""
+    repo = name()
+    data = big_payload(100_000)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    c = Client(proxy.host)
+    with pytest.raises(DigestMismatch, match="more than the 100000 bytes"):
+        c.reg.upload_stream(repo, Descriptor("application/octet-stream", digest, len(data)),
+                            [data[:60_000], data[60_000:] + b"trailing junk"])
+    patch = proxy.requests("PATCH")
+    assert len(patch) == 1 and patch[0].request_bytes == patch[0].content_length == len(data)
+    assert [e.method for e in proxy.log] == ["POST", "PATCH", "DELETE"]
+    assert reg.get_blob(repo, digest) is None
+    # the connection is still good for the next request
+    assert c.reg.blob_exists(repo, digest) is False
+
+
+def test_copy_does_not_hash_the_streamed_blob_locally(reg, proxy, direct_host, monkeypatch):
+    """The target verifies the digest, so the copy spends no CPU hashing layer bytes (only the small
+    manifests are hashed, to check what the source sent)."""
+    src_repo, dst_repo = name(), name()
+    image = reg.push_image(src_repo, "v1", payload=big_payload(400_000))
+    sizes = blob_sizes(reg, src_repo, image["digest"])
+    hashed = []
+    real = registry.hashlib.sha256
+
+    def counting_sha256(data: bytes = b""):
+        hashed.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(registry.hashlib, "sha256", counting_sha256)
+    _, stats = registry.copy_image(Client(direct_host).reg, src_repo, "v1", Client(proxy.host).reg, dst_repo,
+                                   tags=("v1",))
+    assert stats.copied_bytes == sum(sizes.values()) > 400_000
+    assert sum(hashed) < 10_000, hashed
+    assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
