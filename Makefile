@@ -43,7 +43,17 @@ demo: infra-up
 	ref=$$($(PY) -c 'import json; print(json.load(open(".ghbuild/demo-report.json"))["ref"])'); \
 	echo && echo "== the pushed image runs: $$ref" && \
 	$$GHBUILD_DOCKER_CLI run --rm "$$ref" && \
-	echo && echo "Full report: .ghbuild/demo-report.json. Services stay up; stop them with 'make infra-down'."
+	echo && echo "== the content-addressed ROCm base (on the CPU stand-in): found by identity, or built once" && \
+	$(VENV)/bin/ghbuild identity --image rocm-base $(DEMO_CONTEXT) && \
+	base=$$($(VENV)/bin/ghbuild ensure-base --image rocm-base --quiet $(DEMO_CONTEXT) 2> .ghbuild/demo-base.log) && \
+	tail -n 1 .ghbuild/demo-base.log && echo "   handed over by digest: $$base" && \
+	echo && echo "== build rocm on that digest (log: .ghbuild/demo-rocm.log) and run its self-test" && \
+	$(VENV)/bin/ghbuild build --image rocm --arch amd64 --push --base-image "$$base" --json $(DEMO_CONTEXT) \
+		> .ghbuild/demo-rocm.json 2> .ghbuild/demo-rocm.log; rc=$$?; \
+	if [ $$rc -ne 0 ]; then tail -n 20 .ghbuild/demo-rocm.log; exit $$rc; fi; \
+	rocm=$$($(PY) -c 'import json; print(json.load(open(".ghbuild/demo-rocm.json"))["ref"])'); \
+	$$GHBUILD_DOCKER_CLI run --rm "$$rocm" | tail -n 1 && \
+	echo && echo "Full reports: .ghbuild/demo-report.json, .ghbuild/demo-rocm.json. Services stay up; stop them with 'make infra-down'."
 
 bench: infra-up
 	$(PY) bench/plan_startup.py
