@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ghbuild import planner
 from ghbuild.planner import Plan
 
 
@@ -32,13 +33,21 @@ def plan_table(plan: Plan) -> str:
     lines.append("")
     rows = [("JOB", "PLATFORM", "RUNS ON", "PUSH", "TAGS")]
     for job in plan.jobs:
-        rows.append((job.id, job.platform, ",".join(job.runs_on), _yes(job.push), " ".join(job.tags) or "-"))
+        if job.identity_prefix:   # found or built by ensure-base under its content identity, not per commit
+            refs = planner.base_refs(plan, job, "IDENTITY") if job.staging_repository else None
+            tags = (f"{refs.write or refs.read[0]} (ensure-base)" if refs else "-")
+            push = _yes(bool(refs and refs.write))
+        else:
+            tags, push = " ".join(job.tags) or "-", _yes(job.push)
+        rows.append((job.id, job.platform, ",".join(job.runs_on), push, tags))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
     for job in plan.jobs:
         lines.append("")
-        lines.append(f"{job.id}: {job.dockerfile}" + (f" (target {job.target})" if job.target else ""))
+        lines.append(f"{job.id}: {job.dockerfile}" + (f" (target {job.target})" if job.target else "")
+                     + (f", FROM {job.base} by digest" if job.base else "")
+                     + (", content-addressed" if job.identity_prefix else ""))
         for ref in job.cache_from:
             lines.append(f"  cache from  {ref}")
         for ref in job.cache_to or ("(none)",):

@@ -562,3 +562,11 @@ def test_digests_collects_records_and_lists_every_planned_job(project, tmp_path)
     (records / "junk.json").write_text("[1, 2]")
     bad = run(["digests", str(records)], project)
     assert bad.returncode == 2 and "junk.json: not a record" in bad.stderr
+
+
+def test_plan_table_shows_a_base_under_its_identity_tag(project):
+    result = run(["plan", *LOCAL_PUSH], project, env={"GHBUILD_TRUST_CANONICAL_REPOSITORY": "org/project"})
+    assert result.returncode == 0, result
+    row = next(line for line in result.stdout.splitlines() if line.startswith("rocm-base-amd64"))
+    assert row.endswith("ghcr.io/org/ghbuild-rocm-base:rocm-base-IDENTITY (ensure-base)") and " yes " in row
+    assert "rocm-amd64: docker/Dockerfile.rocm (target runtime), FROM rocm-base by digest" in result.stdout
