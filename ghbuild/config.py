@@ -387,7 +387,8 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
             canonical = naming.normalize_slug(canonical)
         except InvalidReferenceError as exc:
             raise ConfigError(f"{where('trust.canonical-repository')}: {exc}") from None
-    trust = TrustOptions(canonical_repository=canonical, stable_branch=tr.get("stable-branch") or None)
+    trust = TrustOptions(canonical_repository=canonical, stable_branch=tr.get("stable-branch") or None,
+                         self_hosted_for_forks=tr.get("self-hosted-for-forks", False))
 
     pub = data.get("publish", {})
     publish = PublishOptions(

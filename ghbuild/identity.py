@@ -156,19 +156,39 @@ def _ls_files(root: Path, patterns: Sequence[str], *, with_changes: bool) -> tup
     return results, changed
 
 
-def _worktree_entry(root: Path, path: str, index_mode: str, index_oid: str) -> InputEntry:
-    if index_mode == "160000":   # a submodule: the commit the index records
-        return InputEntry(path, index_mode, index_oid, "index")
-    full = root / path
-    try:
-        if full.is_symlink():
-            data = os.fsencode(os.readlink(full))
+def _worktree_entries(root: Path, paths: Sequence[str], indexed: Mapping[str, tuple[str, str]]) -> list[InputEntry]:
+    """Entries for paths read from the worktree: the content id git would give them.
+
+    Regular files go through one `git hash-object --stdin-paths`, which applies the same filters
+    (.gitattributes eol, ident, LFS clean) as the blob ids in the index, so a `touch` or a CRLF checkout
+    never changes the identity. A symlink's content is its target; a submodule is the commit the index
+    records; a path gone from the worktree is "missing".
+    """
+    out: list[InputEntry] = []
+    regular: list[str] = []
+    for path in paths:
+        mode, oid = indexed[path]
+        full = root / path
+        if mode == "160000":
+            out.append(InputEntry(path, mode, oid, "index"))
+        elif full.is_symlink():
+            algorithm = "sha1" if len(oid) == 40 else "sha256"
+            out.append(InputEntry(path, mode, blob_id(os.fsencode(os.readlink(full)), algorithm), "worktree"))
+        elif full.is_file():
+            regular.append(path)
         else:
-            data = full.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return InputEntry(path, MISSING, "", MISSING)
-    # The object format follows from the id length: 40 hex sha1, 64 hex sha256 repositories.
-    return InputEntry(path, index_mode, blob_id(data, "sha1" if len(index_oid) == 40 else "sha256"), "worktree")
+            out.append(InputEntry(path, MISSING, "", MISSING))
+    batch = [p for p in regular if "\n" not in p]    # --stdin-paths is one path per line
+    if batch:
+        names = "".join(p + "\n" for p in batch).encode("utf-8", "surrogateescape")
+        text = _git(root, "hash-object", "--stdin-paths", input_bytes=names).decode("ascii")
+        for path, oid in zip(batch, text.split()):
+            out.append(InputEntry(path, indexed[path][0], oid, "worktree"))
+    for path in regular:
+        if "\n" in path:
+            oid = _git(root, "hash-object", "--", path).decode("ascii").strip()
+            out.append(InputEntry(path, indexed[path][0], oid, "worktree"))
+    return out
 
 
 def _collect(root: Path, patterns: Sequence[str], with_changes: bool):
@@ -191,14 +211,14 @@ def git_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:
     indexed, changed, missing = _collect(root, patterns, with_changes=True)
     make = InputEntry._make
     entries = [make((path, mode, oid, "index")) for path, (mode, oid) in indexed.items() if path not in changed]
-    entries += [_worktree_entry(root, path, *indexed[path]) for path in changed if path in indexed]
+    entries += _worktree_entries(root, [path for path in changed if path in indexed], indexed)
     return sorted(entries + missing)
 
 
 def reference_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:
     """The slow route to the same answer: read and hash every indexed file (tests and benchmarks)."""
     indexed, _, missing = _collect(root, patterns, with_changes=False)
-    return sorted([_worktree_entry(root, path, mode, oid) for path, (mode, oid) in indexed.items()] + missing)
+    return sorted(_worktree_entries(root, list(indexed), indexed) + missing)
 
 
 # --------------------------------------------------------------------------- Dockerfile

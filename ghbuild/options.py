@@ -104,6 +104,7 @@ class SccacheOptions:
 class TrustOptions:
     canonical_repository: str | None = None
     stable_branch: str | None = None
+    self_hosted_for_forks: bool = False
 
 
 @dataclass(frozen=True)

@@ -134,10 +134,14 @@ class Plan:
         ]}
 
     def bases_matrix(self, identities: dict[str, str]) -> dict[str, Any]:
-        """One entry per content-addressed image x arch, with its identity (by job id)."""
+        """One entry per content-addressed image x arch, with its identity (by job id) and `group`: the
+        concurrency group of the job that may build it, per identity AND the scope it writes, so runs that
+        would write the same ref wait for each other and an untrusted run never holds up a trusted one."""
+        scope = self.trust.write_scope or self.trust.scope
         return {"include": [
             {"id": j.id, "image": j.image, "arch": j.arch, "platform": j.platform,
-             "runs_on": list(j.runs_on), "identity": identities[j.id]}
+             "runs_on": list(j.runs_on), "identity": identities[j.id],
+             "group": f"{scope}-{j.image}-{j.arch}-{identities[j.id]}"}
             for j in self.jobs if j.identity_prefix
         ]}
 
@@ -326,11 +330,19 @@ def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
     selected = set(images or options.images)
     selected |= {options.images[name].base for name in selected if options.images[name].base}
     jobs = []
+    fork_pr = ctx.event in PR_EVENTS and bool(ctx.is_fork) and not options.trust.self_hosted_for_forks
     for image in options.images.values():
         if image.name not in selected:
             continue
         for platform in image.platforms:
             if arches and PLATFORM_ARCH[platform] not in arches:
                 continue
-            jobs.append(_job(ctx, options, trust, image, platform))
+            job = _job(ctx, options, trust, image, platform)
+            if fork_pr and "self-hosted" in job.runs_on:
+                # A fork's code never runs on a persistent runner (its Dockerfile RUN steps, a privileged
+                # GPU container): GitHub's hosted runners are thrown away, self-hosted ones are not.
+                warnings.append(f"{job.id}: not planned for a pull request from a fork: it would run the fork's "
+                                f"code on self-hosted runners ({', '.join(job.runs_on)}; trust.self-hosted-for-forks)")
+                continue
+            jobs.append(job)
     return Plan(context=ctx, trust=trust, jobs=tuple(jobs), warnings=tuple(warnings))

@@ -284,9 +284,10 @@ def write_options(folder: Path, canonical: str | None = BASE_REPO, stable: str |
     `canonical` defaults to the recorded payloads' repository; None leaves trust.canonical-repository
     unset. `stable` sets trust.stable-branch. `extra` is appended TOML.
     """
-    lines = []
+    # These planner tests cover every event with the ROCm image's self-hosted runner too; the default
+    # (forks' pull requests never planned on self-hosted runners) has its own tests.
+    lines = ["[trust]", "self-hosted-for-forks = true"]
     if canonical is not None or stable is not None:
-        lines.append("[trust]")
         if canonical is not None:
             lines.append(f"canonical-repository = {json.dumps(canonical)}")
         if stable is not None:

@@ -636,7 +636,7 @@ def test_bases_are_not_in_the_build_matrix_and_consumers_name_them(event, plan_f
     assert {e["id"]: e["base"] for e in p.matrix()["include"]}["app-amd64"] == "rocm-base"
     assert p.bases_matrix({"rocm-base-amd64": IDENT})["include"] == [
         {"id": "rocm-base-amd64", "image": "rocm-base", "arch": "amd64", "platform": "linux/amd64",
-         "runs_on": ["ubuntu-24.04"], "identity": IDENT}]
+         "runs_on": ["ubuntu-24.04"], "identity": IDENT, "group": f"master-rocm-base-amd64-{IDENT}"}]
     # selecting the consumer plans its base too (ensure-base runs before it)
     only_app = planner.plan(event("push_master").context(), make_options(extra=BASES), images=["app"])
     assert {j.image for j in only_app.jobs} == {"app", "rocm-base"}
@@ -677,3 +677,15 @@ def test_base_refs_refuse_an_image_without_identity(event, plan_for, make_option
     p = plan_for(event("push_master"), make_options(extra=BASES))
     with pytest.raises(UsageError, match="not content-addressed"):
         planner.base_refs(p, p.job("app", "amd64"), IDENT)
+
+
+def test_a_fork_pull_request_plans_nothing_on_self_hosted_runners_by_default(event, make_options):
+    """Default trust.self-hosted-for-forks = false: a fork's code never runs on a persistent runner."""
+    options = make_options(extra=BASES)
+    options = type(options)(**{**options.__dict__, "trust": type(options.trust)(
+        canonical_repository=options.trust.canonical_repository, stable_branch=options.trust.stable_branch)})
+    fork = planner.plan(event("pull_request").context(), options)
+    assert "rocm-amd64" not in [j.id for j in fork.jobs] and "cpu-amd64" in [j.id for j in fork.jobs]
+    assert any("rocm-amd64: not planned for a pull request from a fork" in w for w in fork.warnings)
+    same_repo = planner.plan(event("pull_request").same_repo().context(), options)
+    assert "rocm-amd64" in [j.id for j in same_repo.jobs]

@@ -199,7 +199,7 @@ def test_reusable_workflow_contract():
     assert set(jobs) >= {"plan", "build", "summary"}
     assert jobs["build"]["runs-on"] == "${{ matrix.runs_on }}"
     assert jobs["build"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
-    assert "matrix.identity" in jobs["bases"]["concurrency"]["group"]
+    assert "matrix.group" in jobs["bases"]["concurrency"]["group"]
 
 
 # --------------------------------------------------------------------------- build-image (node)
