@@ -166,9 +166,14 @@ def _published_images(args: argparse.Namespace, options, command: str) -> list[s
     for name in names or []:
         if name not in options.images:
             raise UsageError(f"--image {name}: no such image (known: {', '.join(options.images)})")
-        if options.images[name].identity is not None:
-            raise UsageError(f"--image {name}: a content-addressed base is not published per commit ({command})")
-    return names or [name for name, image in options.images.items() if image.identity is None]
+    bases = [name for name in names or [] if options.images[name].identity is not None]
+    if bases:   # one images list serves build and publish in a workflow: say so and go on
+        gha.annotate("warning", f"{command}: skipping {', '.join(bases)}: a content-addressed base is not "
+                                "published per commit")
+    chosen = [name for name in names or options.images if options.images[name].identity is None]
+    if not chosen:
+        raise UsageError(f"--image {' '.join(names or [])}: only content-addressed bases, nothing to {command}")
+    return chosen
 
 
 def _make_plan(args: argparse.Namespace):
@@ -291,14 +296,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 0
     build.outputs(report)
     print(render.build_text(report), file=sys.stderr)
-    if args.record and report.digest:
-        job = plan.job(args.image, args.arch)
-        _write_record(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch, "platform": job.platform,
-                                          "digest": report.digest, "ref": report.ref})
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     if report.budget_failures:
         raise build.BudgetError("; ".join(report.budget_failures))
+    if args.record and report.digest:   # only for a build that passed every check
+        job = plan.job(args.image, args.arch)
+        _write_record(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch, "platform": job.platform,
+                                          "digest": report.digest, "ref": report.ref})
     return 0
 
 
@@ -317,13 +322,15 @@ def cmd_digests(args: argparse.Namespace) -> int:
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             record = json.loads(path.read_text("utf-8"))
-            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+            if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("id", "digest", "ref")):
                 raise ValueError
             digests[record.pop("id")] = record
         except ValueError:
             raise UsageError(f"{path}: not a record written by `ghbuild build --record`") from None
     try:
         planned = json.loads(args.matrix)["include"] if args.matrix else []
+        if not all(isinstance(job, dict) and isinstance(job.get("id"), str) for job in planned):
+            raise ValueError
     except (ValueError, KeyError, TypeError):
         raise UsageError("--matrix: not the JSON matrix of `ghbuild matrix` ({\"include\": [...]})") from None
     gha.set_output("digests", digests)

@@ -65,7 +65,8 @@ def parse(path: Path) -> tuple[str, list[Stage]]:
         last = result[-1]
         word = line.split(None, 1)[0].lower() if line.strip() else ""
         counts = bool(word) and word not in _NO_HISTORY
-        uses = tuple(dict.fromkeys(last.uses + tuple(r.lower() for r in _FROM_REF_RE.findall(line))))
+        # as written: an image ref may hold ${ARG}s whose names are case-sensitive; stage names match lower-cased
+        uses = tuple(dict.fromkeys(last.uses + tuple(_FROM_REF_RE.findall(line))))
         result[-1] = replace(last, history_entries=last.history_entries + counts, uses=uses,
                              text=last.text + line.strip() + "\n")
     return "".join(preamble), result
@@ -108,7 +109,7 @@ def dependencies(target: str | None, all_stages: list[Stage]) -> set[str]:
         if up is not None:
             todo.append(up)
         for ref in stage.uses:
-            other = by_name.get(ref) or by_index.get(ref)
+            other = by_name.get(ref.lower()) or by_index.get(ref)
             if other is not None and other.index < stage.index:
                 todo.append(other)
     return seen

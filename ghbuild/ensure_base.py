@@ -11,7 +11,9 @@ nothing is ever rebuilt over a ref that exists.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,14 +101,18 @@ def compute_identity(options: Options, job: Job, resolve: ident.Resolver,
     assert image.identity is not None
     project = options.project_dir
     root = ident.repository_root(project)
-    patterns = ident.root_patterns(root, project, image.identity.inputs)
+    # The .dockerignore files decide what of the context the build sees: implicit inputs.
+    context_dir = os.path.normpath(image.context)
+    ignores = [os.path.join(context_dir, ".dockerignore"), image.dockerfile + ".dockerignore"]
+    patterns = ident.root_patterns(root, project, [*image.identity.inputs,
+                                                   *(p for p in ignores if (project / p).exists())])
     inputs = ident.git_inputs(root, patterns)
     base = base_image or image.base_image or options.build.base_image
     arg_values = {**image.build_args, **({"BASE_IMAGE": base} if base else {})}
     stages = ident.stage_source(project / image.dockerfile, image.target, arg_values)
     bases = ident.base_digests(stages.external, resolve)
     return ident.compute(version=image.identity.version, platform=job.platform, inputs=inputs, stages=stages,
-                         build_args=image.build_args, bases=bases)
+                         build_args={**image.build_args, "(context)": Path(context_dir).as_posix()}, bases=bases)
 
 
 def _image_labels(reg, repo: str, digest: str, platform: str) -> tuple[str, dict[str, str]]:

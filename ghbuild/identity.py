@@ -29,7 +29,8 @@ from ghbuild.errors import ConfigError, ContextError
 
 SCHEME = "ghbuild-identity/1"
 MISSING = "missing"
-_ARG_RE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
+_ARG_RE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-+])?(?P<word>[^}]*)\}"
+                     r"|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 _ARG_LINE_RE = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<value>.*))?$", re.I)
 
 
@@ -234,7 +235,13 @@ def _arg_defaults(preamble: str) -> dict[str, str]:
 
 def expand_args(text: str, values: Mapping[str, str]) -> str:
     def sub(m: re.Match) -> str:
-        return values.get(m.group("braced") or m.group("plain"), "")
+        value = values.get(m.group("braced") or m.group("plain"), "")
+        op = m.group("op") or ""
+        if op.endswith("-"):     # ${X:-word} / ${X-word}: the word when X is empty / unset
+            return value or m.group("word") if op == ":-" or m.group("braced") not in values else value
+        if op.endswith("+"):     # ${X:+word}: the word when X is set
+            return m.group("word") if value or (op == "+" and m.group("braced") in values) else ""
+        return value
 
     return _ARG_RE.sub(sub, text)
 

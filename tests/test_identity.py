@@ -409,3 +409,24 @@ def test_git_filters_apply_to_changed_files_too(tmp_path):
     after = identity.git_inputs(repo, ["*.txt"])
     assert {e.source for e in after} == {"worktree"}
     assert [e.key() for e in after] == [e.key() for e in before]
+
+
+def test_the_dockerignore_and_the_context_are_part_of_it(repo):
+    before = ident(repo).identity
+    (repo / ".dockerignore").write_text("*\n!src/\n")
+    git(repo, "add", ".dockerignore")
+    with_ignore = ident(repo).identity
+    assert with_ignore != before
+    (repo / ".dockerignore").write_text("*\n!src/\n!tools/\n")
+    assert ident(repo).identity != with_ignore
+    (repo / "sub").mkdir()
+    assert ident(repo, env={"GHBUILD_IMAGES_TINY_CONTEXT": "sub"}).identity != ident(repo).identity
+
+
+def test_external_images_keep_their_case_and_defaults(tmp_path):
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.5\nARG TAG\nFROM debian:${TAG:-bookworm} AS base\n"
+                          "COPY --from=${UV_IMAGE} /uv /bin/uv\n")
+    source = identity.stage_source(dockerfile, "base", {})
+    assert source.external == ("debian:bookworm", "ghcr.io/astral-sh/uv:0.5")
+    assert identity.stage_source(dockerfile, "base", {"TAG": "trixie"}).external[0] == "debian:trixie"
