@@ -200,7 +200,21 @@ def _collect(root: Path, patterns: Sequence[str], with_changes: bool):
         if not entries:
             missing.append(pattern)
         indexed.update(entries)
+    if missing:
+        _refuse_patterns_inside_submodules(root, missing)
     return indexed, changed, [InputEntry(p or ".", MISSING, "", MISSING) for p in missing]
+
+
+def _refuse_patterns_inside_submodules(root: Path, patterns: Sequence[str]) -> None:
+    """git's index holds a submodule as one commit id: a pattern below it matches nothing, and counting it
+    as "missing" would let a submodule bump go unnoticed. Name the submodule itself instead."""
+    listing = _git(root, "ls-files", "--stage", "-z").decode("utf-8", "surrogateescape")
+    gitlinks = [r.split("\t", 1)[1] for r in listing.split("\0") if r.startswith("160000 ")]
+    for pattern in patterns:
+        for link in gitlinks:
+            if pattern.startswith(link + "/"):
+                raise ConfigError(f"identity input {pattern!r} is inside the submodule {link}: name {link!r} "
+                                  "itself (its commit is the input)")
 
 
 def git_inputs(root: Path, patterns: Sequence[str]) -> list[InputEntry]:

@@ -430,3 +430,23 @@ def test_external_images_keep_their_case_and_defaults(tmp_path):
     source = identity.stage_source(dockerfile, "base", {})
     assert source.external == ("debian:bookworm", "ghcr.io/astral-sh/uv:0.5")
     assert identity.stage_source(dockerfile, "base", {"TAG": "trixie"}).external[0] == "debian:trixie"
+
+
+def test_a_pattern_inside_a_submodule_is_refused_and_the_submodule_itself_counts(tmp_path):
+    from ghbuild.errors import ConfigError
+
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q")
+    (sub / "x.c").write_text("int x;\n")
+    git(sub, "add", "-A")
+    git(sub, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "s")
+    top = tmp_path / "top"
+    top.mkdir()
+    git(top, "init", "-q")
+    commit = git(sub, "rev-parse", "HEAD").strip()
+    git(top, "update-index", "--add", "--cacheinfo", f"160000,{commit},third_party/sub")
+    with pytest.raises(ConfigError, match=r"inside the submodule third_party/sub"):
+        identity.git_inputs(top, ["third_party/sub/**"])
+    (entry,) = identity.git_inputs(top, ["third_party/sub"])
+    assert (entry.mode, entry.oid) == ("160000", commit)
