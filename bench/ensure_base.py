@@ -11,8 +11,8 @@ in one run:
   CACHED in the local BuildKit (the cheapest rebuild there is: warm builder, nothing pushed), plus
   ghbuild's usual report work;
 - rebuild+push: the same with `--push` to a scratch tag, as a CI that rebuilds on every run does;
-- fresh-runner rebuild+push: the same after `docker builder prune -af` and removing the local images
-  of this build and its base, as on a GitHub-hosted runner: every step still CACHED, from the registry
+- fresh-runner rebuild+push: the same after `docker builder prune -af` and removing every local image
+  ghbuild built (they hold the base's layers) and the base, as on a GitHub-hosted runner: every step still CACHED, from the registry
   layer cache (this prunes the engine's whole build cache: skip it with --no-fresh-runner on a shared
   engine).
 
@@ -92,7 +92,9 @@ def main() -> int:
         # What a GitHub-hosted runner starts with: no build cache and no local images of this build;
         # the rebuild gets every layer from the registry cache (all steps still CACHED).
         subprocess.run([docker, "builder", "prune", "-af"], env=env, capture_output=True, check=True)
-        ids = subprocess.run([docker, "images", "-q", "--filter", f"label=org.opencontainers.image.title={args.image}"],
+        # every image ghbuild built (they carry the title label): an image built FROM the base (rocm) still
+        # holds the base's layers, and a fresh runner has none of them
+        ids = subprocess.run([docker, "images", "-q", "--filter", "label=org.opencontainers.image.title"],
                              env=env, capture_output=True, text=True).stdout.split()
         refs = [*ids, *(pinned_bases[:1])]
         subprocess.run([docker, "image", "rm", "-f", *refs], env=env, capture_output=True)
