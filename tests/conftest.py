@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -326,16 +327,31 @@ def plan_for(options):
     return make
 
 
+# What gha.set_output writes (actions-toolkit's heredoc form, one random delimiter per value).
+HEREDOC = re.compile(r"(?P<name>[^\n<]+)<<(?P<delim>ghadelimiter_[0-9a-f-]{36})\n(?P<value>.*?)\n(?P=delim)\n", re.S)
+
+
 def read_outputs(text: str) -> dict[str, str]:
-    """GITHUB_OUTPUT's format: `name=value` lines and `name<<DELIMITER` ... `DELIMITER` blocks."""
-    lines, outputs = text.splitlines(), {}
-    while lines:
-        line = lines.pop(0)
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            end = lines.index(delimiter)
-            outputs[name], lines = "\n".join(lines[:end]), lines[end + 1:]
-        elif "=" in line:
-            name, value = line.split("=", 1)
-            outputs[name] = value
-    return outputs
+    """The step outputs in a GITHUB_OUTPUT file's text, by name."""
+    return {m["name"]: m["value"] for m in HEREDOC.finditer(text)}
+
+
+# --------------------------------------------------------------------------- a throwaway registry
+
+@pytest.fixture(scope="module")
+def registry_url(tmp_path_factory: pytest.TempPathFactory):
+    """A real registry (distribution) on loopback for the tests of one module (a module may override it)."""
+    from fakes.registry_server import running_registry
+
+    with running_registry(tmp_path_factory.mktemp("registry")) as url:
+        yield url
+
+
+@pytest.fixture
+def reg(registry_url: str):
+    """Plain HTTP access to that registry: pushes test images, checks results."""
+    from fakes.dockerhub import RegistryClient
+
+    client = RegistryClient(registry_url)
+    yield client
+    client.close()

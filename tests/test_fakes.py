@@ -15,7 +15,6 @@ import github
 import pytest
 import requests
 
-from fakes.registry_server import running_registry
 from fakes import dockerhub  # tests/ is on sys.path (rootdir-relative import mode)
 from fakes import github as ghfake
 from fakes.dockerhub import MT_OCI_INDEX, MT_OCI_MANIFEST, RegistryClient
@@ -37,19 +36,6 @@ GH_VERSION_FIELDS = {"id", "name", "url", "package_html_url", "created_at", "upd
 # ---------------------------------------------------------------------------------------------
 # The registry and the fakes
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def registry_url(tmp_path_factory: pytest.TempPathFactory):
-    with running_registry(tmp_path_factory.mktemp("registry")) as url:
-        yield url
-
-
-@pytest.fixture
-def reg(registry_url: str) -> RegistryClient:
-    client = RegistryClient(registry_url)
-    yield client
-    client.close()
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ What is checked is what the runner reads: the GITHUB_OUTPUT / GITHUB_STEP_SUMMAR
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from ghbuild import gha
 
-HEREDOC = re.compile(r"(?P<name>[^\n<]+)<<(?P<delim>ghadelimiter_[0-9a-f-]{36})\n(?P<value>.*?)\n(?P=delim)\n", re.S)
+from conftest import HEREDOC
+from conftest import read_outputs as read_outputs_from
 
 
 @pytest.fixture(autouse=True)
@@ -61,10 +61,6 @@ def test_set_output_appends_to_what_earlier_steps_wrote(tmp_path, monkeypatch):
     text = out.read_text("utf-8")
     assert text.startswith("earlier<<EOF\nvalue\nEOF\n")
     assert read_outputs_from(text.removeprefix("earlier<<EOF\nvalue\nEOF\n")) == {"trusted": "true"}
-
-
-def read_outputs_from(text: str) -> dict[str, str]:
-    return {m["name"]: m["value"] for m in HEREDOC.finditer(text)}
 
 
 @pytest.mark.parametrize("actions", [False, True])

@@ -59,13 +59,6 @@ def registry_url(tmp_path: Path):
 
 
 @pytest.fixture
-def reg(registry_url):
-    client = RegistryClient(registry_url)
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def hub(registry_url):
     with dockerhub.start(registry_url, users={HUB_USER: HUB_SECRET}) as fake:
         yield fake

@@ -28,20 +28,6 @@ from ghbuild.registry import AuthError, CopyStats, Descriptor, DigestMismatch, R
 # --------------------------------------------------------------------------- the registry and the proxy
 
 
-@pytest.fixture(scope="module")
-def registry_url(tmp_path_factory: pytest.TempPathFactory):
-    with running_registry(tmp_path_factory.mktemp("registry")) as url:
-        yield url
-
-
-@pytest.fixture
-def reg(registry_url: str) -> RegistryClient:
-    """Plain HTTP access to the registry (no proxy): pushes test images, checks results."""
-    client = RegistryClient(registry_url)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def proxy(registry_url: str):
     with FaultProxy(registry_url) as fault_proxy:
