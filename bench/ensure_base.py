@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ghbuild.ensure_base import pinned  # noqa: E402
+from ghbuild.naming import pinned  # noqa: E402
 CONTEXT = ["--event", "push", "--repository", "ghbuild/ghbuild", "--ref", "main", "--default-branch", "main"]
 
 

@@ -63,31 +63,9 @@ class EnsureResult:
         return dict(self.__dict__)
 
 
-def split_reference(ref: str) -> tuple[str, str, str]:
-    """`host/repo:tag` or `host/repo@sha256:..` -> (host, repo, tag-or-digest); Docker Hub by default."""
-    name, sep, digest = ref.partition("@")
-    if sep:
-        tag = digest
-    else:
-        slash = name.rfind("/")
-        colon = name.rfind(":")
-        name, tag = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
-    first, _, rest = name.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        return first, rest, tag
-    return "docker.io", name, tag
-
-
-def pinned(ref: str, digest: str) -> str:
-    """`name:tag` + digest -> `name@digest` (the tag dropped: the digest is what is meant)."""
-    name = ref.partition("@")[0]
-    slash, colon = name.rfind("/"), name.rfind(":")
-    return f"{name[:colon] if colon > slash else name}@{digest}"
-
-
 def registry_resolver(factory: RegistryFactory) -> ident.Resolver:
     def resolve(ref: str) -> str:
-        host, repo, tag = split_reference(ref)
+        host, repo, tag = naming.split_reference(ref)
         desc = factory(host).resolve(repo, tag)
         if desc is None:
             raise ConfigError(f"base image {ref} does not exist in its registry (the identity needs its digest)")
@@ -152,7 +130,7 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
                           found_at=None, dry_run=dry_run, identity_detail=identity.to_dict())
 
     for ref in refs.read:
-        host, repo, tag = split_reference(ref)
+        host, repo, tag = naming.split_reference(ref)
         reg = factory(host)
         result.looked_up.append(ref)
         desc = reg.resolve(repo, tag)            # raises on anything but a confirmed 404
@@ -184,7 +162,7 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
     resolved_base = base_image or options.images[image].base_image or options.build.base_image
     if resolved_base and not naming.is_digest_ref(resolved_base) and resolved_base in identity.bases:
         # Build FROM exactly the digest the identity hashed, not whatever the tag says by now.
-        resolved_base = pinned(resolved_base, identity.bases[resolved_base])
+        resolved_base = naming.pinned(resolved_base, identity.bases[resolved_base])
     request = build.BuildRequest(image=image, arch=arch, push=True, base_image=resolved_base, echo=echo,
                                  tags=(refs.write,), labels=labels_for(identity))
     report = build.run(plan, options, request, env)
@@ -195,7 +173,7 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
     log(render.build_text(report))
     if report.budget_failures:
         raise build.BudgetError("; ".join(report.budget_failures))
-    host, repo, tag = split_reference(refs.write)
+    host, repo, tag = naming.split_reference(refs.write)
     reg = factory(host)
     desc = reg.resolve(repo, tag)
     if desc is None:

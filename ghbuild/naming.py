@@ -132,3 +132,25 @@ def merge_queue_scope(repository: str, base_branch: str) -> str:
 def canonical_scope(stable_branch: str) -> str:
     """The trusted scope: the stable branch's name (sanitised)."""
     return sanitize_tag(stable_branch, limit=64)
+
+
+def split_reference(ref: str) -> tuple[str, str, str]:
+    """`host/repo:tag` or `host/repo@sha256:..` -> (host, repo, tag-or-digest); Docker Hub by default."""
+    name, sep, digest = ref.partition("@")
+    if sep:
+        tag = digest
+    else:
+        slash = name.rfind("/")
+        colon = name.rfind(":")
+        name, tag = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
+    first, _, rest = name.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first, rest, tag
+    return "docker.io", name, tag
+
+
+def pinned(ref: str, digest: str) -> str:
+    """`name:tag` + digest -> `name@digest` (the tag dropped: the digest is what is meant)."""
+    name = ref.partition("@")[0]
+    slash, colon = name.rfind("/"), name.rfind(":")
+    return f"{name[:colon] if colon > slash else name}@{digest}"

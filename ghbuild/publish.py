@@ -40,10 +40,8 @@ class PublishError(GhbuildError):
 
 def split_repository(name: str) -> tuple[str, str]:
     """`host[:port]/path` -> (host, path); a name without a registry host is on Docker Hub."""
-    first, _, rest = name.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        return first, rest
-    return "docker.io", name
+    host, path, _ = naming.split_reference(name)
+    return host, path
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from conftest import read_outputs
 
 from ghbuild import config, context, identity, planner
-from ghbuild.ensure_base import compute_identity, pinned, split_reference
+from ghbuild.ensure_base import compute_identity
+from ghbuild.naming import pinned, split_reference
 
 BASE = "127.0.0.1:5000/base/debian:bookworm"
 DIGEST_A = "sha256:" + "a" * 64

@@ -21,7 +21,7 @@ import pytest
 
 from fakes.dockerhub import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
 from fakes.faultproxy import FaultProxy
-from fakes.registry_server import free_port, running_registry
+from fakes.registry_server import free_port
 from ghbuild import registry
 from ghbuild.registry import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
 

@@ -23,7 +23,7 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from ghbuild.ensure_base import split_reference
+from ghbuild.naming import split_reference
 
 from .common import (
     BASE_INDEX_REPO,
