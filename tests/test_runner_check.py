@@ -13,6 +13,7 @@ import json
 import os
 import pwd
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -218,10 +219,18 @@ def test_kfd_not_accessible_to_an_unprivileged_user():
         for p in [base, *base.rglob("*")]:
             if p.is_dir():
                 os.chmod(p, 0o755)
-        env = clean_env(fb.path, HOME="/nonexistent")
+        # `nobody` may not reach the checkout or its venv (a clone in a 0700 folder): run a copy of the
+        # package, with the interpreter itself (runner-check needs nothing beyond the standard library).
+        shutil.copytree(Path(__file__).resolve().parents[1] / "ghbuild", base / "src" / "ghbuild",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for p in (base / "src").rglob("*"):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        os.chmod(base / "src", 0o755)
+        env = clean_env(fb.path, HOME="/nonexistent", PYTHONPATH=str(base / "src"), PYTHONDONTWRITEBYTECODE="1")
         res = run_cli(["runner-check", "--root", str(root), "--min-free-disk", "1KB", "--disk-path", str(base)],
                       env, base, prefix=["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
-                                         "--clear-groups"])
+                                         "--clear-groups"],
+                      command=[os.path.realpath(sys.executable), "-m", "ghbuild"])
         line = fail_line(res, "kfd")
         assert f"/dev/kfd is not readable and writable by nobody (uid {nobody.pw_uid}" in line
         assert "mode 0o660, group render" in line

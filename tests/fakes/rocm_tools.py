@@ -180,10 +180,10 @@ class CliResult:
 
 
 def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 120,
-            prefix: list[str] | None = None) -> CliResult:
+            prefix: list[str] | None = None, command: list[str] | None = None) -> CliResult:
     import time
 
     start = time.monotonic()
-    proc = subprocess.run([*(prefix or []), *cli_argv(), *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run([*(prefix or []), *(command or cli_argv()), *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
     return CliResult(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
