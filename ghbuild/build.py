@@ -19,16 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ghbuild import audit, buildcmd, buildlog, dockerfile, engine, gha, naming, sccache
-from ghbuild.errors import ConfigError, GhbuildError, InvalidReferenceError
+from ghbuild.errors import ConfigError, InvalidReferenceError
 from ghbuild.options import Options, format_size
 from ghbuild.planner import Job, Plan
-
-
-class BudgetError(GhbuildError):
-    """The image or a stage is larger than its configured budget."""
-
-    exit_code = 11
-    kind = "over budget"
 
 
 @dataclass

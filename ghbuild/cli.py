@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ghbuild import __version__, gha
-from ghbuild.errors import GhbuildError, UsageError
+from ghbuild.errors import GhbuildError, UsageError, help_epilog
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,7 +41,8 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ghbuild", description="Container-image CI for large native projects on GitHub Actions.")
+    parser = _Parser(prog="ghbuild", description="Container-image CI for large native projects on GitHub Actions.",
+                     epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ghbuild {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -205,10 +206,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
     base_jobs = [job for job in plan.jobs if job.identity_prefix] if args.identities else []
     if base_jobs:  # I/O (git, registries), so only on request: the workflow's plan job asks for it
-        from ghbuild import config, ensure_base, publish
+        from ghbuild import config, ensure_base, registry
 
         options = config.load(args.config, os.environ, Path.cwd())
-        resolve = ensure_base.registry_resolver(publish.default_factory(os.environ, _log))
+        resolve = ensure_base.registry_resolver(registry.client_factory(os.environ, _log))
         identities = {job.id: ensure_base.compute_identity(options, job, resolve).identity for job in base_jobs}
     bases = plan.bases_matrix(identities)
     gha.set_output("matrix", matrix)
@@ -244,11 +245,11 @@ def _base_job_args(args: argparse.Namespace):
 
 
 def cmd_identity(args: argparse.Namespace) -> int:
-    from ghbuild import ensure_base, publish
+    from ghbuild import ensure_base, registry
 
     options, plan, arch = _base_job_args(args)
     job = plan.job(args.image, arch)
-    resolve = ensure_base.registry_resolver(publish.default_factory(os.environ, _log))
+    resolve = ensure_base.registry_resolver(registry.client_factory(os.environ, _log))
     result = ensure_base.compute_identity(options, job, resolve, args.base_image)
     gha.set_output("identity", result.identity)
     if args.json:
@@ -259,11 +260,11 @@ def cmd_identity(args: argparse.Namespace) -> int:
 
 
 def cmd_ensure_base(args: argparse.Namespace) -> int:
-    from ghbuild import ensure_base, publish, render
+    from ghbuild import ensure_base, registry, render
 
     options, plan, arch = _base_job_args(args)
     result = ensure_base.ensure(plan, options, args.image, arch, os.environ,
-                                publish.default_factory(os.environ, _log), base_image=args.base_image,
+                                registry.client_factory(os.environ, _log), base_image=args.base_image,
                                 dry_run=args.dry_run, echo=not args.quiet, lookup_only=args.lookup_only)
     gha.set_output("ref", result.ref or "")
     gha.set_output("digest", result.digest or "")
@@ -340,7 +341,7 @@ def cmd_digests(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from ghbuild import config, publish
+    from ghbuild import config, naming, publish, registry
     from ghbuild.context import PR_EVENTS, _git
     from ghbuild.errors import TrustError
 
@@ -363,11 +364,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(f"  {message}", file=sys.stderr)
 
-    factory = publish.default_factory(os.environ, log)
+    factory = registry.client_factory(os.environ, log)
     plans = []
     for image in images:
         if release:
-            host, repo = publish.split_repository(publish.nightly_plan(options, image, sha, owner).publish)
+            host, repo = naming.split_repository(publish.nightly_plan(options, image, sha, owner).publish)
             plan = publish.release_plan(options, image, sha, owner, version, factory(host).list_tags(repo))
             present = publish.present_arches(plan, factory)
             if not present:

@@ -9,16 +9,51 @@ Credential helpers (`credsStore`) are not run: CI writes plain `auths` entries.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ghbuild.registry import Credentials, ecr_credentials
+from ghbuild.naming import DOCKER_HUB_HOSTS
 
-_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
-_ECR_RE = re.compile(r"\d{12}\.dkr\.ecr(?:-fips)?\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?")
+GHCR_HOST = "ghcr.io"
+# Keys `docker login` writes for Docker Hub: the legacy index URL and the host names.
+_HUB_CONFIG_KEYS = ("https://index.docker.io/v1/", *sorted(DOCKER_HUB_HOSTS))
+ECR_HOST_RE = re.compile(r"(?P<account>\d{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """Username and password or token, sent as Basic to a token realm or to a Basic registry."""
+
+    username: str
+    password: str
+
+    def basic(self) -> str:
+        return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+
+    def __repr__(self) -> str:  # never print a secret
+        return f"Credentials(username={self.username!r}, password=***)"
+
+
+def ghcr_credentials(username: str, github_token: str) -> Credentials:
+    """GHCR: GitHub user (any non-empty name works for GITHUB_TOKEN) + token; realm https://ghcr.io/token."""
+    return Credentials(username or "github-actions", github_token)
+
+
+def ecr_credentials(host: str, session=None) -> Credentials:
+    """ECR: `get_authorization_token` gives base64("AWS:<password>"), valid 12 h; ECR challenges Basic."""
+    m = ECR_HOST_RE.fullmatch(host)
+    if not m:
+        raise ValueError(f"not an ECR registry host: {host}")
+    import boto3  # lazy: only ECR needs it
+
+    client = (session or boto3).client("ecr", region_name=m["region"])
+    data = client.get_authorization_token(registryIds=[m["account"]])["authorizationData"][0]
+    user, _, password = base64.b64decode(data["authorizationToken"]).decode().partition(":")
+    return Credentials(user, password)
 
 
 def _docker_config(env: Mapping[str, str]) -> dict:
@@ -32,7 +67,7 @@ def _docker_config(env: Mapping[str, str]) -> dict:
 def for_host(host: str, env: Mapping[str, str] | None = None) -> Credentials | None:
     env = os.environ if env is None else env
     auths = _docker_config(env).get("auths") or {}
-    keys = _HUB_KEYS if host in _HUB_KEYS else (host, f"https://{host}", f"http://{host}")
+    keys = _HUB_CONFIG_KEYS if host in DOCKER_HUB_HOSTS else (host, f"https://{host}", f"http://{host}")
     for key in keys:
         entry = auths.get(key) or {}
         if entry.get("auth"):
@@ -42,8 +77,8 @@ def for_host(host: str, env: Mapping[str, str] | None = None) -> Credentials | N
                 continue
             if user and password:
                 return Credentials(user, password)
-    if host == "ghcr.io" and env.get("GITHUB_TOKEN"):
-        return Credentials(env.get("GITHUB_ACTOR") or "github-actions", env["GITHUB_TOKEN"])
-    if _ECR_RE.fullmatch(host):
+    if host == GHCR_HOST and env.get("GITHUB_TOKEN"):
+        return ghcr_credentials(env.get("GITHUB_ACTOR") or "", env["GITHUB_TOKEN"])
+    if ECR_HOST_RE.fullmatch(host):
         return ecr_credentials(host)
     return None

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ghbuild import bounded
-from ghbuild.errors import TrustError
+from ghbuild.errors import DiagnosePathError
 
 DEFAULT_TOTAL_BUDGET = 25.0
 DEFAULT_PER_COMMAND = 5.0
@@ -53,10 +53,6 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_KEY|_KEY$|"
                              r"^ACTIONS_RUNTIME|^ACTIONS_ID_TOKEN|AUTH|COOKIE|SESSION", re.I)
 _URL_CREDS_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
-
-
-class DiagnosePathError(TrustError):
-    """The output folder or a file name would put diagnostics outside their folder."""
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ghbuild.errors import GhbuildError
-
-
-class EngineError(GhbuildError):
-    """The Docker engine or client failed (not reachable, build failed, push failed)."""
-
-    exit_code = 10
-    kind = "engine error"
+from ghbuild.errors import EngineError
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ghbuild import identity as ident
 from ghbuild import naming
-from ghbuild.errors import ConfigError, GhbuildError, TrustError
+from ghbuild.errors import BaseMismatchError, BaseMissingError, ConfigError, TrustError
 from ghbuild.options import Options
 from ghbuild.planner import Job, Plan, base_refs
 
@@ -29,20 +29,6 @@ LABEL_VERSION = "org.ghbuild.identity.version"
 LABEL_PLATFORM = "org.ghbuild.identity.platform"
 
 RegistryFactory = Callable[[str], Any]   # host -> ghbuild.registry.Registry
-
-
-class BaseMissingError(GhbuildError):
-    """--lookup-only: the base is confirmed missing everywhere (the job meant to build it has not)."""
-
-    exit_code = 12
-    kind = "base missing"
-
-
-class BaseMismatchError(GhbuildError):
-    """A ref named by an identity holds an image whose labels say something else."""
-
-    exit_code = 12
-    kind = "registry error"
 
 
 @dataclass

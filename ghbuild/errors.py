@@ -1,7 +1,8 @@
-"""The typed error hierarchy. Every error the user can cause maps to one exit code.
+"""The typed error hierarchy: every error the user can cause, and its exit code, in one place.
 
-The CLI catches `GhbuildError`, prints its one-line message and exits with `exit_code`;
-anything else is a bug and keeps its traceback.
+The CLI catches `GhbuildError`, prints `ghbuild: <kind>: <message>` on one line and exits with
+`exit_code`; anything else is a bug and keeps its traceback. One code per meaning: subclasses that
+only narrow the cause (an auth failure is a registry error) share their parent's code.
 """
 
 from __future__ import annotations
@@ -23,42 +24,131 @@ class GhbuildError(Exception):
 
 
 class UsageError(GhbuildError):
-    """Bad command-line flags (argparse uses exit code 2 for the same)."""
+    """flags, an --image the config does not have"""
 
     exit_code = 2
     kind = "usage error"
 
 
 class ConfigError(GhbuildError):
-    """Missing, unreadable or invalid configuration (file, key or GHBUILD_* variable)."""
+    """file, key or GHBUILD_* variable, including invalid repository names in the config"""
 
     exit_code = 3
     kind = "config error"
 
 
 class ContextError(GhbuildError):
-    """The GitHub context cannot be understood: unknown event, malformed payload, missing variable."""
+    """unknown event, malformed payload, missing or invalid GITHUB_*, --repository, --head-repo, not a git checkout"""
 
     exit_code = 4
     kind = "context error"
 
 
+class GitError(ContextError):
+    """git could not list the inputs (not a checkout, git missing, dubious ownership, ...)."""
+
+
 class InvalidReferenceError(GhbuildError):
-    """An image, repository or registry name that is not valid."""
+    """an image reference or tag computed at run time that is not valid, a base not pinned by digest"""
 
     exit_code = 5
     kind = "invalid name"
 
 
 class TrustError(GhbuildError):
-    """A request that would give untrusted code write access or secrets."""
+    """would give untrusted code write access or secrets, or write outside its folder"""
 
     exit_code = 6
     kind = "refused"
 
 
+class DiagnosePathError(TrustError):
+    """The diagnostics folder or a file name would put diagnostics outside their folder."""
+
+
+class EngineError(GhbuildError):
+    """no usable docker client, the Docker engine unreachable, build or push failed"""
+
+    exit_code = 10
+    kind = "engine error"
+
+
+class BudgetError(GhbuildError):
+    """image or stage larger than its budget"""
+
+    exit_code = 11
+    kind = "over budget"
+
+
+class RegistryError(GhbuildError):
+    """a registry failed or refused (network, 5xx, auth, wrong content); never a confirmed "missing\""""
+
+    exit_code = 12
+    kind = "registry error"
+
+
+class AuthError(RegistryError):
+    """401/403 after authenticating: bad credentials or no permission. Never counts as "missing"."""
+
+
+class TransientError(RegistryError):
+    """Network error, timeout, 429 or 5xx: worth retrying."""
+
+
+class DigestMismatch(RegistryError):
+    """Content did not hash to the digest the registry or the caller named."""
+
+
+class BaseMismatchError(RegistryError):
+    """A ref named by an identity holds an image whose labels say something else."""
+
+
+class PublishError(GhbuildError):
+    """staging image missing or mislabelled, bad version, partial release, failed tag move"""
+
+    exit_code = 13
+    kind = "publish error"
+
+
+class PruneError(GhbuildError):
+    """missing or rejected token, incomplete listing, failed deletes"""
+
+    exit_code = 14
+    kind = "prune error"
+
+
+class PruneAbort(PruneError):
+    """Nothing more can succeed in this run (credentials refused, rate limit not lifting): stop deleting."""
+
+
 class RunnerCheckError(GhbuildError):
-    """A self-hosted runner is not fit for the job: GPUs, /dev/kfd, render group, disk, leftover containers."""
+    """self-hosted runner: GPUs, /dev/kfd, render group, disk, leftover containers"""
 
     exit_code = 15
     kind = "runner check failed"
+
+
+class BaseMissingError(GhbuildError):
+    """ensure-base --lookup-only: the base is confirmed missing everywhere (the job meant to build it has not)"""
+
+    exit_code = 16
+    kind = "base missing"
+
+
+def exit_codes() -> list[tuple[int, str, str]]:
+    """(code, kind, meaning) for every code, in order: the `--help` epilog and the README table."""
+    seen: dict[int, tuple[int, str, str]] = {}
+    pending = list(GhbuildError.__subclasses__())
+    while pending:
+        cls = pending.pop(0)
+        pending += cls.__subclasses__()
+        if cls.exit_code not in seen and cls.__module__ == __name__:
+            seen[cls.exit_code] = (cls.exit_code, cls.kind, " ".join((cls.__doc__ or "").split()))
+    return sorted(seen.values())
+
+
+def help_epilog() -> str:
+    lines = ["exit codes:", "  0   success"]
+    lines += [f"  {code:<3} {kind}: {meaning}" for code, kind, meaning in exit_codes()]
+    lines.append("  130 interrupted")
+    return "\n".join(lines)

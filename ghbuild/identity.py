@@ -25,17 +25,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from ghbuild import dockerfile
-from ghbuild.errors import ConfigError, ContextError
+from ghbuild.errors import ConfigError, GitError
 
 SCHEME = "ghbuild-identity/1"
 MISSING = "missing"
 _ARG_RE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-+])?(?P<word>[^}]*)\}"
                      r"|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 _ARG_LINE_RE = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<value>.*))?$", re.I)
-
-
-class GitError(ContextError):
-    """git could not list the inputs (not a checkout, git missing, dubious ownership, ...)."""
 
 
 class InputEntry(NamedTuple):

@@ -29,6 +29,9 @@ _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
 _REPOSITORY_RE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*\Z")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+# Docker Hub's names: what users write, and the host its registry API answers on.
+DOCKER_HUB_HOSTS = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+DOCKER_HUB_REGISTRY = "registry-1.docker.io"
 
 
 def short_hash(text: str, length: int = 12) -> str:
@@ -147,6 +150,12 @@ def split_reference(ref: str) -> tuple[str, str, str]:
     if rest and ("." in first or ":" in first or first == "localhost"):
         return first, rest, tag
     return "docker.io", name, tag
+
+
+def split_repository(name: str) -> tuple[str, str]:
+    """`host[:port]/path` -> (host, path); a name without a registry host is on Docker Hub."""
+    host, path, _ = split_reference(name)
+    return host, path
 
 
 def pinned(ref: str, digest: str) -> str:

@@ -48,12 +48,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ghbuild.errors import ConfigError, GhbuildError
+from ghbuild import naming
+from ghbuild.credentials import GHCR_HOST, ghcr_credentials
+from ghbuild.errors import ConfigError, PruneAbort, PruneError
 
 DEFAULT_HUB_API = "https://hub.docker.com"
 DEFAULT_GITHUB_API = "https://api.github.com"
-HUB_HOSTS = frozenset({"docker.io", "registry-1.docker.io", "index.docker.io"})
-GHCR_HOST = "ghcr.io"
 GITHUB_API_VERSION = "2022-11-28"
 _EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=timezone.utc)   # a `created` before this is not a real time
 
@@ -62,17 +62,6 @@ Log = Callable[[str], None]
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-class PruneError(GhbuildError):
-    """Pruning could not proceed (credentials missing or refused, listing incomplete) or a delete failed."""
-
-    exit_code = 14
-    kind = "prune error"
-
-
-class PruneAbort(PruneError):
-    """Nothing more can succeed in this run (credentials refused, rate limit not lifting): stop deleting."""
 
 
 # =========================================================================== the plan (pure)
@@ -664,7 +653,7 @@ class GhcrClient(_ApiClient):
             from ghbuild import registry as registry_mod
 
             reg = self.registry = registry_mod.Registry(
-                GHCR_HOST, registry_mod.ghcr_credentials(self.actor or "", self._token), log=self.log, sleep=self.sleep)
+                GHCR_HOST, ghcr_credentials(self.actor or "", self._token), log=self.log, sleep=self.sleep)
         from ghbuild import registry as registry_mod
 
         try:
@@ -730,7 +719,6 @@ def _fill_plan(result: dict[str, Any], plan: PrunePlan, tags: Sequence[TagInfo])
 
 
 def resolve_repository(options, image: str, owner: str | None, env: Mapping[str, str]) -> str:
-    from ghbuild import naming
     from ghbuild.config import expand_repository
 
     if image not in options.images:
@@ -756,20 +744,18 @@ def run_prune(options, image: str, keep: int | None = None, apply: bool = False,
     "commit", "reason"}; errors have "error"), stats, ok (False when any delete failed or the run stopped).
     Raises PruneError (missing or refused credentials, incomplete listing) before anything is deleted.
     """
-    from ghbuild.publish import split_repository
-
     env = os.environ if env is None else env
     keep = options.publish.retention if keep is None else keep
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise PruneError(f"--keep {keep!r}: must be a whole number of commits, at least 1")
     repository = resolve_repository(options, image, owner, env)
-    host, path = split_repository(repository)
+    host, path = naming.split_repository(repository)
     nightly, suffixes = options.publish.nightly_tag, tuple(options.publish.arch_suffixes.values())
     kwargs: dict[str, Any] = {"sleep": sleep, "log": log, "session": session}
     if pace is not None:
         kwargs["pace"] = pace
 
-    if host in HUB_HOSTS:
+    if host in naming.DOCKER_HUB_HOSTS:
         api = hub_api or env.get("GHBUILD_DOCKERHUB_API") or DEFAULT_HUB_API
         result = _result(image, repository, "dockerhub", api, not apply, keep)
         if not env.get("DOCKERHUB_USERNAME") or not env.get("DOCKERHUB_TOKEN"):
@@ -794,9 +780,9 @@ def run_prune(options, image: str, keep: int | None = None, apply: bool = False,
         return _prune_ghcr(result, keep, nightly, suffixes, apply, log, client)
     result = _result(image, repository, "registry", None, not apply, keep)
     if registry_factory is None:
-        from ghbuild.publish import default_factory
+        from ghbuild.registry import client_factory
 
-        registry_factory = default_factory(env, log)
+        registry_factory = client_factory(env, log)
     return _prune_registry(result, registry_factory(host), path, keep, nightly, suffixes, apply, log,
                            sleep, 0.5 if pace is None else pace)
 

@@ -18,30 +18,16 @@ A rerun of the same commit finds everything in place and moves nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ghbuild import credentials, naming, registry
+from ghbuild import naming, registry
 from ghbuild.config import expand_repository
-from ghbuild.errors import ConfigError, GhbuildError
+from ghbuild.errors import ConfigError, PublishError
 from ghbuild.options import Options
 
 UNAME_ARCH = {"amd64": "amd64", "arm64": "arm64"}
-
-
-class PublishError(GhbuildError):
-    """Publishing could not proceed or failed; nothing (or only what was rolled back) moved."""
-
-    exit_code = 13
-    kind = "publish error"
-
-
-def split_repository(name: str) -> tuple[str, str]:
-    """`host[:port]/path` -> (host, path); a name without a registry host is on Docker Hub."""
-    host, path, _ = naming.split_reference(name)
-    return host, path
 
 
 @dataclass(frozen=True)
@@ -150,20 +136,6 @@ class PublishResult:
         return dict(self.__dict__)
 
 
-RegistryFactory = Callable[[str], registry.Registry]
-
-
-def default_factory(env: Mapping[str, str], log: Callable[[str], None]) -> RegistryFactory:
-    cache: dict[str, registry.Registry] = {}
-
-    def make(host: str) -> registry.Registry:
-        if host not in cache:
-            cache[host] = registry.Registry(host, credentials.for_host(host, env), log=log)
-        return cache[host]
-
-    return make
-
-
 def _single_arch(reg: registry.Registry, repo: str, tag: str, arch: str) -> tuple[registry.Manifest, dict]:
     """The per-arch image behind a staging tag and its platform, verified to be `arch` (index with one
     platform allowed). The platform is returned so that the index entry needs no second config read."""
@@ -183,23 +155,18 @@ def _single_arch(reg: registry.Registry, repo: str, tag: str, arch: str) -> tupl
     return manifest, platform
 
 
-def present_arches(plan: PublishPlan, factory: RegistryFactory) -> list[str]:
+def present_arches(plan: PublishPlan, factory: registry.RegistryFactory) -> list[str]:
     """The architectures whose staging image exists (a lookup failure raises, never counts as absent)."""
-    host, repo = split_repository(plan.staging)
+    host, repo = naming.split_repository(plan.staging)
     reg = factory(host)
     return [s.arch for s in plan.sources if reg.resolve(repo, s.tag) is not None]
 
 
-def publish_nightly(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
-                    log: Callable[[str], None] = lambda m: None) -> PublishResult:
-    return execute(plan, factory, dry_run, log)
-
-
-def execute(plan: PublishPlan, factory: RegistryFactory, dry_run: bool = False,
+def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool = False,
             log: Callable[[str], None] = lambda m: None) -> PublishResult:
     result = PublishResult(image=plan.image, dry_run=dry_run)
-    s_host, s_repo = split_repository(plan.staging)
-    p_host, p_repo = split_repository(plan.publish)
+    s_host, s_repo = naming.split_repository(plan.staging)
+    p_host, p_repo = naming.split_repository(plan.publish)
     src, dst = factory(s_host), factory(p_host)
 
     # 1. every arch present and what it claims to be, before anything is written
@@ -323,10 +290,6 @@ def render(result: PublishResult, kind: str = "nightly") -> str:
                      f"present {s.get('skipped_bytes', 0):,} in {s.get('skipped_blobs', 0)}; "
                      f"mounted {s.get('mounted_bytes', 0):,} in {s.get('mounted_blobs', 0)}")
     return "\n".join(lines)
-
-
-def to_json(result: PublishResult) -> str:
-    return json.dumps(result.to_dict(), indent=2)
 
 
 def release_notes(version, sha: str, results: list[PublishResult]) -> str:

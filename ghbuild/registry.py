@@ -18,7 +18,6 @@ tell "confirmed missing" (404: None) from "failed" (network, 429, 5xx: retried, 
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import datetime
 import email.utils
@@ -28,14 +27,16 @@ import re
 import sys
 import threading
 import time
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 import requests
 import urllib3
 
 from ghbuild import __version__
-from ghbuild.errors import GhbuildError
+from ghbuild.credentials import Credentials
+from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
+from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
 
 # --------------------------------------------------------------------------- media types
 
@@ -56,70 +57,6 @@ NON_DISTRIBUTABLE = ("application/vnd.docker.image.rootfs.foreign.diff.tar.gzip"
                      "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd")
 
 CHUNK = 1 << 20                # bytes read from the source per iteration while streaming a blob
-DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-# --------------------------------------------------------------------------- errors
-
-
-class RegistryError(GhbuildError):
-    """A registry operation failed (not a confirmed absence)."""
-
-    exit_code = 12
-    kind = "registry error"
-
-
-class AuthError(RegistryError):
-    """401/403 after authenticating: bad credentials or no permission. Never counts as "missing"."""
-
-
-class TransientError(RegistryError):
-    """Network error, timeout, 429 or 5xx: worth retrying."""
-
-
-class DigestMismatch(RegistryError):
-    """Content did not hash to the digest the registry or the caller named."""
-
-
-# --------------------------------------------------------------------------- credentials
-
-
-@dataclasses.dataclass(frozen=True)
-class Credentials:
-    """Username and password or token, sent as Basic to a token realm or to a Basic registry."""
-
-    username: str
-    password: str
-
-    def basic(self) -> str:
-        return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
-
-    def __repr__(self) -> str:  # never print a secret
-        return f"Credentials(username={self.username!r}, password=***)"
-
-
-def docker_hub_credentials(username: str, token: str) -> Credentials:
-    """Docker Hub: user + personal access token; the registry's Bearer challenge points at auth.docker.io."""
-    return Credentials(username, token)
-
-
-def ghcr_credentials(username: str, github_token: str) -> Credentials:
-    """GHCR: GitHub user (any non-empty name works for GITHUB_TOKEN) + token; realm https://ghcr.io/token."""
-    return Credentials(username or "github-actions", github_token)
-
-
-def ecr_credentials(host: str, session=None) -> Credentials:
-    """ECR: `get_authorization_token` gives base64("AWS:<password>"), valid 12 h; ECR challenges Basic."""
-    m = re.fullmatch(r"(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?", host)
-    if not m:
-        raise ValueError(f"not an ECR registry host: {host}")
-    import boto3  # lazy: only ECR needs it
-
-    client = (session or boto3).client("ecr", region_name=m.group(2))
-    data = client.get_authorization_token(registryIds=[m.group(1)])["authorizationData"][0]
-    user, _, password = base64.b64decode(data["authorizationToken"]).decode().partition(":")
-    return Credentials(user, password)
-
-
 # --------------------------------------------------------------------------- auth
 
 
@@ -317,7 +254,7 @@ def _is_loopback(host: str) -> bool:
 
 def normalize_repo(host: str, repo: str) -> str:
     """Docker Hub puts single-component names under library/."""
-    if host in ("registry-1.docker.io", "docker.io", "index.docker.io") and "/" not in repo:
+    if host in DOCKER_HUB_HOSTS and "/" not in repo:
         return "library/" + repo
     return repo
 
@@ -332,8 +269,8 @@ class Registry:
                  verify: bool | str = True, timeout: tuple[float, float] = (10.0, 300.0),
                  attempts: int = 4, delay: float = 2.0, sleep: Callable[[float], None] = time.sleep,
                  log: Callable[[str], None] | None = None):
-        if host in ("docker.io", "index.docker.io"):
-            host = "registry-1.docker.io"
+        if host in DOCKER_HUB_HOSTS:
+            host = DOCKER_HUB_REGISTRY
         self.host = host
         loop = _is_loopback(host)
         self.scheme = "http" if (loop if insecure is None else insecure) else "https"
@@ -865,3 +802,20 @@ def make_index(children: list[Descriptor]) -> tuple[bytes, str]:
     mt = MT_DOCKER_LIST if docker else MT_OCI_INDEX
     doc = {"schemaVersion": 2, "mediaType": mt, "manifests": [c.as_json() for c in children]}
     return json.dumps(doc, indent=3).encode(), mt
+
+
+RegistryFactory = Callable[[str], Registry]
+
+
+def client_factory(env: Mapping[str, str], log: Callable[[str], None]) -> RegistryFactory:
+    """host -> one Registry client per host, with the credentials CI put in place (ghbuild.credentials)."""
+    from ghbuild import credentials
+
+    cache: dict[str, Registry] = {}
+
+    def make(host: str) -> Registry:
+        if host not in cache:
+            cache[host] = Registry(host, credentials.for_host(host, env), log=log)
+        return cache[host]
+
+    return make
