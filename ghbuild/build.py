@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
@@ -18,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ghbuild import audit, buildcmd, buildlog, dockerfile, engine, gha, naming, sccache
-from ghbuild.errors import ConfigError, InvalidReferenceError
-from ghbuild.options import Options, format_size
+from ghbuild import audit, buildcmd, buildlog, docker_client, dockerfile, gha, naming, sccache
+from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
+from ghbuild.options import ImageOptions, Options
 from ghbuild.planner import Job, Plan
 
 
@@ -115,23 +116,91 @@ def _version_label(plan: Plan) -> str:
     return ctx.sha[:12]
 
 
-def _history(client_sdk, image_id: str) -> list[dict]:
-    return list(reversed(client_sdk.api.history(image_id)))
+@dataclass(frozen=True)
+class BuildContext:
+    """What every step of one build shares: the job as built, its options and Dockerfile, the command's
+    settings, the scratch folder, the environment the docker client runs in and the values to redact."""
 
-
-def _stage_audit(client_sdk, image_id: str, chain: list[dockerfile.Stage]) -> tuple[list[audit.Layer], bool]:
-    return audit.attribute(_history(client_sdk, image_id), chain)
+    job: Job
+    image: ImageOptions
+    stages: list[dockerfile.Stage]
+    settings: buildcmd.BuildSettings
+    workdir: Path
+    env: Mapping[str, str]          # the caller's environment
+    run_env: Mapping[str, str]      # with the command's own variables
+    redact: tuple[str, ...]
 
 
 def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str]) -> BuildReport:
+    """Build one plan job: checks first, then the command, the build, the push, the stats and the audit."""
+    job = _job(plan, request)
+    image = options.images[job.image]
+    stages = _dockerfile_stages(options, job)
+    base_image = _base_image(options, image, job, request)
+    push, warnings = _push(plan, job, request)
+    client = _client(env, request)
+    decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache, plan.trust.secrets, env)
+    if decision.degraded:
+        warnings.append(f"sccache {decision.mode}: {decision.reason}")
+    redact = tuple(v for k, v in env.items() if k in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") and v)
+    for value in redact:
+        gha.mask(value)
+
+    workdir = Path(tempfile.mkdtemp(prefix="ghbuild-build-"))
+    os.chmod(workdir, 0o700)
+    try:
+        secrets = _secret_files(decision, plan, workdir, write=not request.dry_run)
+        settings = _settings(plan, options, job, client, push, decision, base_image, secrets, workdir, env)
+        command = buildcmd.build_command(job, settings)
+        report = BuildReport(image=job.image, arch=job.arch, platform=job.platform, backend=client.backend,
+                             target=job.target, command=command.display(), tags=list(job.tags),
+                             cache_from=list(job.cache_from), cache_to=list(job.cache_to),
+                             skipped=list(command.skipped), warnings=warnings)
+        for line in command.skipped:
+            gha.annotate("notice" if "degraded" in line else "warning", line)
+        if request.dry_run:
+            report.sccache = {"mode": decision.mode, "reason": decision.reason, "hits": 0, "misses": 0,
+                              "hit_rate": None, "stages": {}}
+            return report
+        ctx = BuildContext(job, image, stages, settings, workdir, env, {**env, **command.env}, redact)
+        build_started = time.time()
+        _build(report, ctx, client, options, command, echo=request.echo)
+        _push_image(report, ctx, client, command, push)
+        report.sccache = summarize_sccache(decision, _read_stats(env, report.image_id), build_started)
+        for name, stage in report.sccache["stages"].items():
+            if stage["fallbacks"]:
+                report.warnings.append(f"sccache in stage {name}: fell back from {', '.join(stage['fallbacks'])} "
+                                       f"to {stage['mode']}")
+        if report.image_id:
+            _audit(report, ctx)
+        for warning in report.warnings:
+            gha.annotate("warning", warning)
+        return report
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def check_budgets(report: BuildReport) -> None:
+    """Fail (exit 11) when the audit found the image or a stage over its budget."""
+    if report.budget_failures:
+        raise BudgetError("; ".join(report.budget_failures))
+
+
+# --------------------------------------------------------------------------- the steps
+
+def _job(plan: Plan, request: BuildRequest) -> Job:
+    """The plan's job with the request's target, tags (ensure-base) and extra labels."""
     job = plan.job(request.image, request.arch)
-    image_opts = options.images[job.image]
     if request.target:
         job = replace(job, target=request.target)
     if request.tags is not None:
         job = replace(job, tags=tuple(request.tags), push=bool(request.tags) and plan.trust.registry_write)
     if request.labels:
         job = replace(job, labels={**job.labels, **request.labels})
+    return job
+
+
+def _dockerfile_stages(options: Options, job: Job) -> list[dockerfile.Stage]:
     project = options.project_dir
     dockerfile_path = project / job.dockerfile
     if not dockerfile_path.is_file():
@@ -142,136 +211,114 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     if job.target and not any(s.name == job.target.lower() for s in stages):
         raise ConfigError(f"images.{job.image}.target: stage {job.target!r} is not in {job.dockerfile} "
                           f"(stages: {', '.join(s.label for s in stages)})")
+    return stages
 
-    # An image with a content-addressed `base` takes BASE_IMAGE only from --base-image (ensure-base's ref).
-    base_image = request.base_image or (None if image_opts.base else image_opts.base_image or options.build.base_image)
-    # An image built on a content-addressed base takes it only by digest (SPEC 3: fail closed).
-    require_digest = request.require_digest_base or bool(image_opts.base)
-    if require_digest and not (base_image and naming.is_digest_ref(base_image)):
-        why = (f"images.{job.image}.base is {image_opts.base!r}: pass the ref `ghbuild ensure-base --image "
-               f"{image_opts.base}` printed" if image_opts.base else "--require-digest-base")
+
+def _base_image(options: Options, image: ImageOptions, job: Job, request: BuildRequest) -> str | None:
+    """BASE_IMAGE: an image with a content-addressed `base` takes it only from --base-image (ensure-base's
+    ref), and only by digest (fail closed)."""
+    base_image = request.base_image or (None if image.base else image.base_image or options.build.base_image)
+    if (request.require_digest_base or image.base) and not (base_image and naming.is_digest_ref(base_image)):
+        why = (f"images.{job.image}.base is {image.base!r}: pass the ref `ghbuild ensure-base --image "
+               f"{image.base}` printed" if image.base else "--require-digest-base")
         raise InvalidReferenceError(f"--base-image: {base_image or '(none)'} is not digest-pinned "
                                     f"(name@sha256:<64 hex>); refusing a mutable base ({why})")
+    return base_image
 
-    push = request.push and job.push
-    warnings: list[str] = []
+
+def _push(plan: Plan, job: Job, request: BuildRequest) -> tuple[bool, list[str]]:
+    """Push only when asked and the plan allows it; say why an asked-for push is dropped."""
     if request.push and not job.push:
-        warnings.append("--push ignored: " + (plan.trust.reason if job.tags else "no staging repository configured"))
+        return False, ["--push ignored: " + (plan.trust.reason if job.tags else "no staging repository configured")]
+    return request.push and job.push, []
 
-    # ---- backend
-    if request.dry_run:
-        try:
-            client = engine.find_client(env, request.backend)
-        except engine.EngineError:
-            client = engine.DockerClient(env.get("GHBUILD_DOCKER_CLI") or "docker", "unknown",
-                                         buildx=request.backend == "buildx")
-    else:
-        client = engine.find_client(env, request.backend)
-    backend = client.backend
 
-    # ---- sccache
-    if request.dry_run:
-        creds = bool(env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")) and plan.trust.secrets
-        mode = "off" if not options.sccache.enabled else (
-            "local" if not options.sccache.bucket else ("read-write" if creds else "anonymous"))
-        decision = sccache.SccacheDecision(mode, "dry run: S3 not probed", sccache._build_args(options.sccache, mode),
-                                           "(masked)" if creds and mode == "read-write" else None)
-    else:
-        decision = sccache.preflight(options.sccache, plan.trust.secrets, env)
-    if decision.degraded:
-        warnings.append(f"sccache {decision.mode}: {decision.reason}")
-    redact = [v for k, v in env.items() if k in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") and v]
-    for value in redact:
-        gha.mask(value)
-
-    workdir = Path(tempfile.mkdtemp(prefix="ghbuild-build-"))
-    os.chmod(workdir, 0o700)
+def _client(env: Mapping[str, str], request: BuildRequest) -> docker_client.DockerClient:
+    """The docker client; a dry run prints the command even where no engine answers."""
     try:
-        secrets: list[buildcmd.Secret] = []
-        if decision.secret and plan.trust.secrets:
-            secret_file = workdir / "sccache_aws"
-            if not request.dry_run:
-                fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(decision.secret)
-            secrets.append(buildcmd.Secret(sccache.SECRET_ID, secret_file))
+        return docker_client.find_client(env, request.backend)
+    except EngineError:
+        if not request.dry_run:
+            raise
+        return docker_client.DockerClient(env.get("GHBUILD_DOCKER_CLI") or "docker", "unknown",
+                                          buildx=request.backend == "buildx")
 
-        extra_args = dict(decision.build_args)
-        if base_image:
-            extra_args["BASE_IMAGE"] = base_image
-        settings = buildcmd.BuildSettings(
-            backend=backend, docker=client.path, project_dir=project,
-            builder=_builder_name(options) if backend == "buildx" else None,
-            network=None if options.build.network == "default" else options.build.network,
-            push=push, extra_build_args=extra_args,
-            extra_labels={"org.opencontainers.image.created": _now_iso(),
-                          "org.opencontainers.image.version": _version_label(plan)},
-            secrets=tuple(secrets), metadata_file=workdir / "metadata.json", iidfile=workdir / "iid",
-            provenance=options.build.provenance, env=env)
-        command = buildcmd.build_command(job, settings)
-        report = BuildReport(image=job.image, arch=job.arch, platform=job.platform, backend=backend,
-                             target=job.target, command=command.display(), tags=list(job.tags),
-                             cache_from=list(job.cache_from), cache_to=list(job.cache_to),
-                             skipped=list(command.skipped), warnings=warnings)
-        for line in command.skipped:
-            gha.annotate("notice" if "degraded" in line else "warning", line)
-        if request.dry_run:
-            report.sccache = {"mode": decision.mode, "reason": decision.reason, "hits": 0, "misses": 0,
-                              "hit_rate": None, "stages": {}}
-            return report
 
-        if backend == "buildx":
-            _ensure_builder(client, options, env)
-        run_env = {**env, **command.env}
-        build_started = time.time()
-        with gha.group(f"build {job.id} ({backend})"):
-            rc, seconds = engine.run_streaming(command.argv, run_env, workdir / "build.log", echo=request.echo,
-                                               redact=redact)
-        log_text = (workdir / "build.log").read_text("utf-8", errors="replace")
-        if rc != 0:
-            tail = [line for line in log_text.splitlines() if line.strip()][-1:] or ["(no output)"]
-            raise engine.EngineError(f"build of {job.id} failed (exit {rc}): {tail[0][:300]}")
-        report.timings["build_seconds"] = round(seconds, 2)
-        timings = buildlog.stage_timings(log_text)
-        report.stages = {name: {"steps": t.steps, "cached": t.cached, "seconds": round(t.seconds, 2)}
-                         for name, t in timings.items()}
-        iid = (workdir / "iid").read_text().strip() if (workdir / "iid").exists() else None
-        report.image_id = iid
+def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, write: bool) -> list[buildcmd.Secret]:
+    """The sccache credentials as a BuildKit secret file (0600, never a build arg), only for a run that
+    may be handed secrets; a dry run names the file without writing it."""
+    if not (decision.secret and plan.trust.secrets):
+        return []
+    secret_file = workdir / "sccache_aws"
+    if write:
+        fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(decision.secret)
+    return [buildcmd.Secret(sccache.SECRET_ID, secret_file)]
 
-        # ---- push
-        if backend == "engine" and push:
-            start = time.monotonic()
-            digests = {tag: engine.push(client, tag, run_env) for tag in command.push_tags}
-            report.timings["push_seconds"] = round(time.monotonic() - start, 2)
-            report.digest = next(iter(digests.values()), None)
-            for ref in command.cache_push_refs:
-                try:
-                    engine.push(client, ref, run_env)
-                except engine.EngineError as exc:  # cache writes are best effort (SPEC 1)
-                    report.warnings.append(f"cache push failed, build kept: {exc}")
-        elif backend == "buildx":
-            meta = json.loads((workdir / "metadata.json").read_text() or "{}") if (workdir / "metadata.json").exists() else {}
-            report.digest = meta.get("containerimage.digest") if push else None
-        if report.digest:
-            report.pushed = True
-            report.ref = f"{job.staging_repository}@{report.digest}"
 
-        # ---- sccache stats, read from the built image
-        stage_files = _read_stats(env, iid) if iid else {}
-        report.sccache = summarize_sccache(decision, stage_files, build_started)
-        for name, stage in report.sccache["stages"].items():
-            if stage["fallbacks"]:
-                report.warnings.append(f"sccache in stage {name}: fell back from {', '.join(stage['fallbacks'])} "
-                                       f"to {stage['mode']}")
+def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient, push: bool,
+              decision: sccache.SccacheDecision, base_image: str | None, secrets: list[buildcmd.Secret],
+              workdir: Path, env: Mapping[str, str]) -> buildcmd.BuildSettings:
+    extra_args = dict(decision.build_args)
+    if base_image:
+        extra_args["BASE_IMAGE"] = base_image
+    return buildcmd.BuildSettings(
+        backend=client.backend, docker=client.path, project_dir=options.project_dir,
+        builder=_builder_name(options) if client.backend == "buildx" else None,
+        network=None if options.build.network == "default" else options.build.network,
+        push=push, extra_build_args=extra_args,
+        extra_labels={"org.opencontainers.image.created": _now_iso(),
+                      "org.opencontainers.image.version": _version_label(plan)},
+        secrets=tuple(secrets), metadata_file=workdir / "metadata.json", iidfile=workdir / "iid",
+        provenance=options.build.provenance, env=env)
 
-        # ---- layers
-        if iid:
-            _audit(report, client, job, settings, stages, image_opts, workdir, run_env, redact, env)
-        for warning in report.warnings:
-            gha.annotate("warning", warning)
-        return report
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+
+def _build(report: BuildReport, ctx: BuildContext, client: docker_client.DockerClient, options: Options,
+           command: buildcmd.BuildCommand, echo: bool) -> None:
+    """Run the build; record its time, the per-stage timings from its log and the image id."""
+    if client.backend == "buildx":
+        builder = options.build.builder
+        if builder and "://" not in builder:
+            if subprocess.run([client.path, "buildx", "inspect", builder], capture_output=True,
+                              env=dict(ctx.env)).returncode != 0:
+                raise EngineError(f"build.builder: buildx builder {builder!r} does not exist")
+        else:
+            docker_client.ensure_builder(client, _builder_name(options), builder, options.build.builder_network,
+                                         ctx.env)
+    log_path = ctx.workdir / "build.log"
+    with gha.group(f"build {ctx.job.id} ({client.backend})"):
+        rc, seconds = docker_client.run_streaming(command.argv, ctx.run_env, log_path, echo=echo, redact=ctx.redact)
+    log_text = log_path.read_text("utf-8", errors="replace")
+    if rc != 0:
+        tail = [line for line in log_text.splitlines() if line.strip()][-1:] or ["(no output)"]
+        raise EngineError(f"build of {ctx.job.id} failed (exit {rc}): {tail[0][:300]}")
+    report.timings["build_seconds"] = round(seconds, 2)
+    report.stages = {name: {"steps": t.steps, "cached": t.cached, "seconds": round(t.seconds, 2)}
+                     for name, t in buildlog.stage_timings(log_text).items()}
+    iid = ctx.workdir / "iid"
+    report.image_id = iid.read_text().strip() if iid.exists() else None
+
+
+def _push_image(report: BuildReport, ctx: BuildContext, client: docker_client.DockerClient,
+                command: buildcmd.BuildCommand, push: bool) -> None:
+    """The engine backend pushes after the build (buildx pushed during it); the digest and ref of the push."""
+    if client.backend == "engine" and push:
+        start = time.monotonic()
+        digests = {tag: docker_client.push(client, tag, ctx.run_env) for tag in command.push_tags}
+        report.timings["push_seconds"] = round(time.monotonic() - start, 2)
+        report.digest = next(iter(digests.values()), None)
+        for ref in command.cache_push_refs:
+            try:
+                docker_client.push(client, ref, ctx.run_env)
+            except EngineError as exc:  # cache writes are best effort
+                report.warnings.append(f"cache push failed, build kept: {exc}")
+    elif client.backend == "buildx" and push:
+        metadata = ctx.workdir / "metadata.json"
+        report.digest = json.loads(metadata.read_text() or "{}").get("containerimage.digest") if metadata.exists() else None
+    if report.digest:
+        report.pushed = True
+        report.ref = f"{ctx.job.staging_repository}@{report.digest}"
 
 
 def _builder_name(options: Options) -> str:
@@ -281,109 +328,76 @@ def _builder_name(options: Options) -> str:
     return "ghbuild-remote" if builder else "ghbuild"
 
 
-def _ensure_builder(client: engine.DockerClient, options: Options, env: Mapping[str, str]) -> None:
-    """Create (once) the docker-container builder, or register the remote one from config."""
-    import subprocess
-
-    name = _builder_name(options)
-    if subprocess.run([client.path, "buildx", "inspect", name], capture_output=True, env=dict(env)).returncode == 0:
-        return
-    builder = options.build.builder
-    if builder and "://" not in builder:
-        raise engine.EngineError(f"build.builder: buildx builder {builder!r} does not exist")
-    if builder:
-        argv = [client.path, "buildx", "create", "--name", name, "--driver", "remote", builder]
-    else:
-        argv = [client.path, "buildx", "create", "--name", name, "--driver", "docker-container",
-                "--driver-opt", f"network={options.build.builder_network}",
-                "--buildkitd-flags", "--allow-insecure-entitlement network.host", "--bootstrap"]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(env))
-    if proc.returncode != 0:
-        raise engine.EngineError(f"docker buildx create: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
-
-
 # Where an image built by ghbuild's Dockerfile contract keeps its per-stage stats: the final image
 # copies them to STATS_DIR; a compile stage built as the target has them in STAGE_STATS_DIR.
 STATS_DIR = "/usr/share/ghbuild/build-stats"
 STAGE_STATS_DIR = "/ghbuild/stats"
 
 
-def _read_stats(env: Mapping[str, str], image_id: str) -> dict[str, dict]:
-    """The per-stage stats JSON files inside the built image (no container is started)."""
-    import io
-    import tarfile
-
-    import docker
-
-    sdk = engine.docker_sdk(env)
-    container = sdk.containers.create(image_id, command=["/nonexistent"], entrypoint=[])
-    files: dict[str, dict] = {}
-    try:
-        for folder in (STATS_DIR, STAGE_STATS_DIR):
+def _read_stats(env: Mapping[str, str], image_id: str | None) -> dict[str, dict]:
+    """The per-stage sccache stats JSON files inside the built image, by stage."""
+    stats: dict[str, dict] = {}
+    for folder in (STATS_DIR, STAGE_STATS_DIR) if image_id else ():
+        for name, raw in (docker_client.image_files(env, image_id, folder, ".json") or {}).items():
             try:
-                stream, _ = container.get_archive(folder)
-            except docker.errors.NotFound:
+                data = json.loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
                 continue
-            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-                for member in tar.getmembers():
-                    if not (member.isfile() and member.name.endswith(".json")):
-                        continue
-                    try:
-                        data = json.loads(tar.extractfile(member).read().decode("utf-8"))
-                    except (ValueError, UnicodeDecodeError, AttributeError):
-                        continue
-                    files[str(data.get("stage") or Path(member.name).stem)] = data
-            if files:
-                break
-    finally:
-        container.remove(force=True)
-    return files
+            if isinstance(data, dict):
+                stats[str(data.get("stage") or Path(name).stem)] = data
+        if stats:
+            break
+    return stats
 
 
-def _audit(report: BuildReport, client, job: Job, settings, stages, image_opts, workdir, run_env, redact, env) -> None:
-    sdk = engine.docker_sdk(env)
-    chain = dockerfile.chain(job.target, stages)
-    layers, exact = _stage_audit(sdk, report.image_id, chain)
+def _audit(report: BuildReport, ctx: BuildContext) -> None:
+    """Layer sizes per stage from the image history, and the budgets. Stages with a budget outside the
+    final image's chain (compile stages) are audited from their own image, but only stages this build
+    built anyway (their image is then a cache hit, never new work)."""
+    chain = dockerfile.chain(ctx.job.target, ctx.stages)
+    layers, exact = audit.attribute(docker_client.image_history(ctx.env, report.image_id), chain)
     if not exact:
         report.warnings.append("layer audit: history does not match the Dockerfile's stages; "
                                "layers are attributed to the target stage")
     sizes = audit.stage_sizes(layers)
-    # Stages with a budget that are not in the final image's chain (compile stages): audit their own image,
-    # but only those this build built anyway (their image is then a cache hit, never new work).
-    built = dockerfile.dependencies(job.target, stages)
-    for stage_name in image_opts.stage_budgets:
+    built = dockerfile.dependencies(ctx.job.target, ctx.stages)
+    for stage_name in ctx.image.stage_budgets:
         if stage_name in sizes or stage_name not in built:
             continue
-        sub_job = replace(job, target=stage_name, tags=(), cache_to=(), push=False)
-        iid_file = workdir / f"iid-{stage_name}"
-        sub_settings = replace(settings, push=False, metadata_file=None, iidfile=iid_file)
-        sub = buildcmd.build_command(sub_job, sub_settings)
-        rc, _ = engine.run_streaming(sub.argv, {**run_env, **sub.env}, workdir / f"audit-{stage_name}.log",
-                                     echo=False, redact=redact)
-        if rc == 0 and iid_file.exists():
-            sub_layers, _ = _stage_audit(sdk, iid_file.read_text().strip(), dockerfile.chain(stage_name, stages))
-            sizes[stage_name] = audit.stage_sizes(sub_layers).get(stage_name, 0)
+        size = _stage_image_size(ctx, stage_name)
+        if size is not None:
+            sizes[stage_name] = size
     report.size = sum(layer.size for layer in layers)
     report.layers = [{"stage": layer.stage, "size": layer.size, "created_by": layer.created_by} for layer in layers]
     for name, size in sizes.items():
         report.stages.setdefault(name, {})["size"] = size
     # The size budget is the shipped image's: it applies to the configured target, not to a --target stage.
-    shipped = (job.target or None) == (image_opts.target or None)
-    report.budget_failures = audit.check_budgets(job.image, report.size, sizes,
-                                                 image_opts.size_budget if shipped else None,
-                                                 dict(image_opts.stage_budgets))
+    shipped = (ctx.job.target or None) == (ctx.image.target or None)
+    report.budget_failures = audit.check_budgets(ctx.job.image, report.size, sizes,
+                                                 ctx.image.size_budget if shipped else None,
+                                                 dict(ctx.image.stage_budgets))
+
+
+def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
+    """The own layers of one stage, built as the target (a cache hit after the main build)."""
+    sub_job = replace(ctx.job, target=stage_name, tags=(), cache_to=(), push=False)
+    iid_file = ctx.workdir / f"iid-{stage_name}"
+    sub = buildcmd.build_command(sub_job, replace(ctx.settings, push=False, metadata_file=None, iidfile=iid_file))
+    rc, _ = docker_client.run_streaming(sub.argv, {**ctx.run_env, **sub.env}, ctx.workdir / f"audit-{stage_name}.log",
+                                        echo=False, redact=ctx.redact)
+    if rc != 0 or not iid_file.exists():
+        return None
+    history = docker_client.image_history(ctx.env, iid_file.read_text().strip())
+    layers, _ = audit.attribute(history, dockerfile.chain(stage_name, ctx.stages))
+    return audit.stage_sizes(layers).get(stage_name, 0)
 
 
 def outputs(report: BuildReport) -> None:
     """Step outputs and the job summary (no-ops outside Actions)."""
+    from ghbuild import render
+
     gha.set_output("digest", report.digest or "")
     gha.set_output("ref", report.ref or "")
     gha.set_output("image-id", report.image_id or "")
     gha.set_output("report", report.to_dict())
-    from ghbuild import render
-
     gha.add_summary(render.build_summary(report))
-
-
-def size_text(size: int | None) -> str:
-    return format_size(size) if size is not None else "-"

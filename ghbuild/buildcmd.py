@@ -18,7 +18,7 @@ from pathlib import Path
 from ghbuild.planner import Job
 
 BACKENDS = ("buildx", "engine")
-# Variables buildx needs in its own environment to use type=gha caches (SPEC 7).
+# Variables buildx needs in its own environment to use type=gha caches.
 GHA_CACHE_ENV = ("ACTIONS_RUNTIME_TOKEN", "ACTIONS_RESULTS_URL")
 
 

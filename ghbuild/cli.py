@@ -1,16 +1,23 @@
-"""The `ghbuild` command line. Parses flags, calls the modules, turns errors into exit codes."""
+"""The `ghbuild` command line: one parser, one dispatch table, one handler per command.
+
+A handler reads its flags, makes one call into the module that does the work, and prints or sets
+outputs; every error is a GhbuildError, printed as one line with its exit code (ghbuild.errors).
+Results go to stdout (`--json`: one JSON document), human lines to stderr; in GitHub Actions the
+same values also go to step outputs, the job summary and annotations (ghbuild.gha).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ghbuild import __version__, gha
-from ghbuild.errors import GhbuildError, UsageError, help_epilog
+from ghbuild.errors import GhbuildError, PruneError, RunnerCheckError, UsageError, help_epilog
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,6 +45,31 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", action="append", metavar="NAME",
                    help="only this image (repeatable; a comma or space separated list works too)")
     p.add_argument("--arch", action="append", choices=("amd64", "arm64"), help="only this arch (repeatable)")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number of seconds")
+    return value
+
+
+def _size(text: str) -> int:
+    from ghbuild.options import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="do not echo the build log")
     _context_flags(p)
 
-    p = sub.add_parser("identity", help="the content identity of a base image (SPEC 3): what ensure-base looks up")
+    p = sub.add_parser("identity", help="the content identity of a base image: what ensure-base looks up")
     p.add_argument("--config", metavar="PATH", help="config file")
     p.add_argument("--image", required=True, metavar="NAME", help="content-addressed image (with [identity])")
     p.add_argument("--arch", choices=("amd64", "arm64"), help="architecture (default: the image's first)")
@@ -139,11 +171,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default="Images", help="heading of the job summary section")
 
     sub.add_parser("schema", help="print the JSON schema of the config file")
-    from ghbuild import runner_cli   # self-hosted runner commands: runner-check, container-flags, diagnose
-
-    runner_cli.register(sub, _Parser)
+    _runner_parsers(sub)
     return parser
 
+
+def _runner_parsers(subparsers) -> None:
+    """runner-check, container-flags and diagnose: the self-hosted ROCm runner commands."""
+    _add = subparsers.add_parser
+    p = _add("runner-check", help="check a self-hosted ROCm runner before a job: GPUs, /dev/kfd, render gid, "
+                                  "disk, leftover containers",
+             description="Checks a self-hosted ROCm runner. Every failure is one line saying what is wrong "
+                         "and how to fix it; exit 15 when a check failed.")
+    p.add_argument("--gpus", type=_count, default=1, metavar="N",
+                   help="minimum number of GPU agents rocminfo must see (default 1; 0 skips the GPU check)")
+    p.add_argument("--min-free-disk", type=_size, default="50GB", metavar="SIZE",
+                   help="minimum free disk, e.g. 50GB, 200GiB (default 50GB)")
+    p.add_argument("--disk-path", metavar="PATH",
+                   help="where to measure free disk (default: the Docker data root, else the current directory)")
+    p.add_argument("--rocminfo-timeout", type=_positive, default=30.0, metavar="SECONDS",
+                   help="kill rocminfo after this long and report a hung driver (default 30)")
+    p.add_argument("--docker-timeout", type=_positive, default=15.0, metavar="SECONDS",
+                   help="time limit for each docker command (default 15)")
+    p.add_argument("--clean-containers", action="store_true",
+                   help="remove leftover containers started by earlier jobs (label org.ghbuild.runner)")
+    p.add_argument("--root", default="/", metavar="PATH",
+                   help="filesystem root to inspect (/dev, /etc/group; default /): for chroots and tests")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+    p = _add("container-flags", help="print the docker run flags a ROCm GPU container needs",
+             description="Prints --device /dev/kfd --device /dev/dri --group-add <render gid> --security-opt "
+                         "seccomp=unconfined --shm-size 16g --label org.ghbuild.runner=smoke-test.")
+    p.add_argument("--gid", type=_count, metavar="N", help="render group id (default: detected from "
+                                                           "/dev/dri/renderD*, else /etc/group)")
+    p.add_argument("--shm-size", default="16g", metavar="SIZE", help="--shm-size value (default 16g)")
+    p.add_argument("--no-label", action="store_true",
+                   help="omit --label org.ghbuild.runner=... (then runner-check cannot find leftovers)")
+    p.add_argument("--root", default="/", metavar="PATH", help="filesystem root for gid detection (default /)")
+    p.add_argument("--json", action="store_true", help="print the flags as a JSON list")
+
+    p = _add("diagnose", help="collect bounded failure diagnostics (rocminfo, amd-smi, dmesg, df, docker, ...) "
+                              "into a folder",
+             description="Runs each diagnostic command with its own timeout, all within a total budget, and "
+                         "writes one file per command plus index.json and summary.md inside --out only "
+                         "(no '..', no symlinks, inside the working directory or RUNNER_TEMP).")
+    p.add_argument("--out", default="ghbuild-diagnostics", metavar="DIR",
+                   help="output folder, inside the working directory or RUNNER_TEMP (default ghbuild-diagnostics)")
+    p.add_argument("--total-timeout", type=_positive, default=25.0, metavar="SECONDS",
+                   help="budget for all commands (default 25)")
+    p.add_argument("--command-timeout", type=_positive, default=5.0, metavar="SECONDS",
+                   help="budget for each command (default 5)")
+    p.add_argument("--json", action="store_true", help="print the index (what ran, status, files) as JSON")
+
+
+# --------------------------------------------------------------------------- argument helpers
 
 def _overrides(args: argparse.Namespace):
     from ghbuild.context import Overrides
@@ -159,6 +239,46 @@ def _image_names(values: list[str] | None) -> list[str] | None:
         return None
     names = [name for value in values for name in value.replace(",", " ").split()]
     return list(dict.fromkeys(names)) or None
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _indented(message: str) -> None:
+    print(f"  {message}", file=sys.stderr)
+
+
+def _options(args: argparse.Namespace):
+    from ghbuild import config
+
+    return config.load(args.config, os.environ, Path.cwd())
+
+
+def _load(args: argparse.Namespace, images: list[str] | None, arches: list[str] | None):
+    """The one way a command gets its config, GitHub context and plan: (options, plan), warnings annotated."""
+    from ghbuild import context, planner
+
+    options = _options(args)
+    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    plan = planner.plan(ctx, options, images=images, arches=arches)
+    for warning in plan.warnings:
+        gha.annotate("warning", warning)
+    return options, plan
+
+
+def _load_base(args: argparse.Namespace):
+    """(options, plan, arch) for identity / ensure-base: the image must be content-addressed."""
+    options = _options(args)
+    if args.image not in options.images:
+        raise UsageError(f"--image {args.image}: no such image (known: {', '.join(options.images)})")
+    image = options.images[args.image]
+    if image.identity is None:
+        raise UsageError(f"--image {args.image}: not content-addressed (add [images.{args.image}.identity] "
+                         f"to {options.config_path.name})")
+    arch = args.arch or image.arches[0]
+    _, plan = _load(args, [args.image], [arch])
+    return options, plan, arch
 
 
 def _published_images(args: argparse.Namespace, options, command: str) -> list[str]:
@@ -177,41 +297,34 @@ def _published_images(args: argparse.Namespace, options, command: str) -> list[s
     return chosen
 
 
-def _make_plan(args: argparse.Namespace):
-    from ghbuild import config, context, planner
+def _owner(args: argparse.Namespace) -> str:
+    return (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0]
 
-    options = config.load(args.config, os.environ, Path.cwd())
-    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
-    return planner.plan(ctx, options, images=_image_names(args.image), arches=args.arch)
 
+def _registries():
+    from ghbuild import registry
+
+    return registry.client_factory(os.environ, _log)
+
+
+# --------------------------------------------------------------------------- commands
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ghbuild import render
 
-    plan = _make_plan(args)
-    for warning in plan.warnings:
-        gha.annotate("warning", warning)
-    if args.json:
-        print(json.dumps(plan.to_dict(), indent=2))
-    else:
-        print(render.plan_table(plan))
+    _, plan = _load(args, _image_names(args.image), args.arch)
+    print(json.dumps(plan.to_dict(), indent=2) if args.json else render.plan_table(plan))
     return 0
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    plan = _make_plan(args)
-    for warning in plan.warnings:
-        gha.annotate("warning", warning)
-    matrix = plan.matrix()
+    options, plan = _load(args, _image_names(args.image), args.arch)
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
-    base_jobs = [job for job in plan.jobs if job.identity_prefix] if args.identities else []
-    if base_jobs:  # I/O (git, registries), so only on request: the workflow's plan job asks for it
-        from ghbuild import config, ensure_base, registry
+    if args.identities and identities:   # I/O (git, registries), so only on request: the plan job asks for it
+        from ghbuild import ensure_base
 
-        options = config.load(args.config, os.environ, Path.cwd())
-        resolve = ensure_base.registry_resolver(registry.client_factory(os.environ, _log))
-        identities = {job.id: ensure_base.compute_identity(options, job, resolve).identity for job in base_jobs}
-    bases = plan.bases_matrix(identities)
+        identities = ensure_base.base_identities(options, plan, _registries())
+    matrix, bases = plan.matrix(), plan.bases_matrix(identities)
     gha.set_output("matrix", matrix)
     gha.set_output("bases", bases)
     gha.set_output("bases-count", str(len(bases["include"])))
@@ -222,50 +335,24 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
-def _log(message: str) -> None:
-    print(message, file=sys.stderr)
-
-
-def _base_job_args(args: argparse.Namespace):
-    from ghbuild import config, context, planner
-
-    options = config.load(args.config, os.environ, Path.cwd())
-    if args.image not in options.images:
-        raise UsageError(f"--image {args.image}: no such image (known: {', '.join(options.images)})")
-    image = options.images[args.image]
-    if image.identity is None:
-        raise UsageError(f"--image {args.image}: not content-addressed (add [images.{args.image}.identity] "
-                         f"to {options.config_path.name})")
-    arch = args.arch or image.arches[0]
-    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
-    plan = planner.plan(ctx, options, images=[args.image], arches=[arch])
-    for warning in plan.warnings:
-        gha.annotate("warning", warning)
-    return options, plan, arch
-
-
 def cmd_identity(args: argparse.Namespace) -> int:
-    from ghbuild import ensure_base, registry
+    from ghbuild import ensure_base
 
-    options, plan, arch = _base_job_args(args)
-    job = plan.job(args.image, arch)
-    resolve = ensure_base.registry_resolver(registry.client_factory(os.environ, _log))
-    result = ensure_base.compute_identity(options, job, resolve, args.base_image)
+    options, plan, arch = _load_base(args)
+    result = ensure_base.compute_identity(options, plan.job(args.image, arch),
+                                          ensure_base.registry_resolver(_registries()), args.base_image)
     gha.set_output("identity", result.identity)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        print(result.identity)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.identity)
     return 0
 
 
 def cmd_ensure_base(args: argparse.Namespace) -> int:
-    from ghbuild import ensure_base, registry, render
+    from ghbuild import ensure_base, render
 
-    options, plan, arch = _base_job_args(args)
-    result = ensure_base.ensure(plan, options, args.image, arch, os.environ,
-                                registry.client_factory(os.environ, _log), base_image=args.base_image,
-                                dry_run=args.dry_run, echo=not args.quiet, lookup_only=args.lookup_only)
+    options, plan, arch = _load_base(args)
+    result = ensure_base.ensure(plan, options, args.image, arch, os.environ, _registries(),
+                                base_image=args.base_image, dry_run=args.dry_run, echo=not args.quiet,
+                                lookup_only=args.lookup_only)
     gha.set_output("ref", result.ref or "")
     gha.set_output("digest", result.digest or "")
     gha.set_output("identity", result.identity)
@@ -281,13 +368,9 @@ def cmd_ensure_base(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from ghbuild import build, config, context, planner, render
+    from ghbuild import build, records, render
 
-    options = config.load(args.config, os.environ, Path.cwd())
-    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
-    plan = planner.plan(ctx, options, images=[args.image], arches=[args.arch])
-    for warning in plan.warnings:
-        gha.annotate("warning", warning)
+    options, plan = _load(args, [args.image], [args.arch])
     request = build.BuildRequest(image=args.image, arch=args.arch, push=args.push, dry_run=args.dry_run,
                                  target=args.target, base_image=args.base_image, backend=args.backend,
                                  require_digest_base=args.require_digest_base, echo=not args.quiet)
@@ -299,41 +382,19 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(render.build_text(report), file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
-    if report.budget_failures:
-        raise build.BudgetError("; ".join(report.budget_failures))
+    build.check_budgets(report)
     if args.record and report.digest:   # only for a build that passed every check
         job = plan.job(args.image, args.arch)
-        _write_record(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch, "platform": job.platform,
-                                          "digest": report.digest, "ref": report.ref})
+        records.write(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch,
+                                          "platform": job.platform, "digest": report.digest, "ref": report.ref})
     return 0
 
 
-def _write_record(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    tmp.replace(path)   # never a half-written record for the summary job
-
-
 def cmd_digests(args: argparse.Namespace) -> int:
-    from ghbuild import render
+    from ghbuild import records, render
 
-    folder = Path(args.records)
-    digests: dict[str, dict] = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            record = json.loads(path.read_text("utf-8"))
-            if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("id", "digest", "ref")):
-                raise ValueError
-            digests[record.pop("id")] = record
-        except ValueError:
-            raise UsageError(f"{path}: not a record written by `ghbuild build --record`") from None
-    try:
-        planned = json.loads(args.matrix)["include"] if args.matrix else []
-        if not all(isinstance(job, dict) and isinstance(job.get("id"), str) for job in planned):
-            raise ValueError
-    except (ValueError, KeyError, TypeError):
-        raise UsageError("--matrix: not the JSON matrix of `ghbuild matrix` ({\"include\": [...]})") from None
+    digests = records.collect(Path(args.records))
+    planned = records.planned_jobs(args.matrix)
     gha.set_output("digests", digests)
     gha.add_summary(render.digests_summary(args.title, planned, digests))
     print(json.dumps(digests, indent=2))
@@ -341,85 +402,37 @@ def cmd_digests(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from ghbuild import config, naming, publish, registry
-    from ghbuild.context import PR_EVENTS, _git
-    from ghbuild.errors import TrustError
+    from ghbuild import publish
+    from ghbuild.context import _git
 
-    if os.environ.get("GITHUB_EVENT_NAME") in PR_EVENTS:
-        raise TrustError(f"publish: refused in a {os.environ['GITHUB_EVENT_NAME']} run (publishing is for "
-                         "trusted schedule, push and workflow_dispatch runs)")
-    release = args.publish_command == "release"
-    version = publish.parse_version(args.version) if release else None   # before anything else
-    options = config.load(args.config, os.environ, Path.cwd())
+    options = _options(args)
     sha = (args.sha or os.environ.get("GITHUB_SHA") or _git(["rev-parse", "HEAD"], Path.cwd()) or "").lower()
     if not sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
-    owner = (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0]
-    images = _published_images(args, options, f"publish {args.publish_command}")
-    if release and not args.dry_run and not args.no_github_release and not (
-            os.environ.get("GITHUB_TOKEN") and os.environ.get("GITHUB_REPOSITORY")):
-        raise UsageError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
-                         "(or pass --no-github-release)")
-
-    def log(message: str) -> None:
-        print(f"  {message}", file=sys.stderr)
-
-    factory = registry.client_factory(os.environ, log)
-    plans = []
-    for image in images:
-        if release:
-            host, repo = naming.split_repository(publish.nightly_plan(options, image, sha, owner).publish)
-            plan = publish.release_plan(options, image, sha, owner, version, factory(host).list_tags(repo))
-            present = publish.present_arches(plan, factory)
-            if not present:
-                gha.annotate("warning", f"release {version}: no staging image of {image} for {sha}: skipped")
-                continue
-            if len(present) != len(plan.sources):
-                missing = [s.arch for s in plan.sources if s.arch not in present]
-                raise publish.PublishError(f"release {version}: {image} has {', '.join(present)} but not "
-                                           f"{', '.join(missing)} for {sha}: refusing a partial release")
-        else:
-            plan = publish.nightly_plan(options, image, sha, owner)
-        plans.append(plan)
-
-    results = []
-    for plan in plans:
-        with gha.group(f"publish {plan.kind} {plan.image}{' (dry run)' if args.dry_run else ''}"):
-            result = publish.execute(plan, factory, dry_run=args.dry_run, log=log)
-        results.append(result)
-        print(publish.render(result, plan.kind), file=sys.stderr)
-        if not args.dry_run:
-            gha.set_output(f"{plan.image}-index-digest", result.index_digest or "")
-    output: dict = {"kind": args.publish_command, "sha": sha, "images": [r.to_dict() for r in results]}
-    if release and results:
-        output["version"] = str(version)
-        output["latest"] = any("latest" in p.index_tags for p in plans)
-        if args.no_github_release or args.dry_run:
-            output["github_release"] = None
-            print(f"  GitHub release v{version}: " + ("skipped (--no-github-release)" if args.no_github_release
-                                                      else "would be created"), file=sys.stderr)
-        else:
-            notes = publish.release_notes(version, sha, results)
-            url = publish.create_github_release(os.environ, version, sha, notes, version.is_prerelease,
-                                                output["latest"])
-            output["github_release"] = url
-            print(f"  GitHub release: {url}", file=sys.stderr)
+    release = args.publish_command == "release"
+    outcome = publish.run(options, args.publish_command, _published_images(args, options, f"publish {args.publish_command}"),
+                          sha=sha, owner=_owner(args), env=os.environ, version=args.version if release else None,
+                          dry_run=args.dry_run, github_release=not (release and args.no_github_release),
+                          factory=None, log=_indented, say=_log, warn=lambda m: gha.annotate("warning", m),
+                          group=gha.group)
+    if not args.dry_run:
+        for result in outcome.results:
+            gha.set_output(f"{result.image}-index-digest", result.index_digest or "")
     if args.json:
-        print(json.dumps(output, indent=2))
+        print(json.dumps(outcome.to_dict(), indent=2))
     return 0
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from ghbuild import config, prune
+    from ghbuild import prune
 
     if args.keep is not None and args.keep < 1:
         raise UsageError(f"--keep {args.keep}: keep at least 1")
-    options = config.load(args.config, os.environ, Path.cwd())
-    owner = (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0] or None
+    options = _options(args)
     results = []
     for image in _published_images(args, options, "prune"):
         with gha.group(f"prune {image}{'' if args.apply else ' (dry run)'}"):
-            result = prune.run_prune(options, image, keep=args.keep, apply=args.apply, owner=owner)
+            result = prune.run_prune(options, image, keep=args.keep, apply=args.apply, owner=_owner(args) or None)
         results.append(result)
         print(prune.render(result), file=sys.stderr)
     if args.json:
@@ -427,8 +440,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     failed = [r for r in results if not r.get("ok")]
     if failed:
         # Delete failures are collected, not raised, so the run can report all of them: fail here.
-        raise prune.PruneError(f"prune: {len(failed)} image(s) had errors: "
-                               + "; ".join(str(e.get("error")) for r in failed for e in r.get("errors", [])[:3]))
+        raise PruneError(f"prune: {len(failed)} image(s) had errors: "
+                         + "; ".join(str(e.get("error")) for r in failed for e in r.get("errors", [])[:3]))
     return 0
 
 
@@ -439,9 +452,64 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runner_check(args: argparse.Namespace) -> int:
+    from ghbuild import runner_check
+
+    host = runner_check.Host(root=Path(args.root))
+    report = runner_check.check(gpus=args.gpus, min_free_disk=args.min_free_disk, disk_path=args.disk_path,
+                          rocminfo_timeout=args.rocminfo_timeout, docker_timeout=args.docker_timeout,
+                          clean_containers=args.clean_containers, host=host)
+    print(report.text(), file=sys.stderr)
+    if gha.in_actions():  # elsewhere the lines above already say it
+        for failure in report.failures:
+            gha.annotate("error", failure.line(), title="ROCm runner check")
+    gha.add_summary(report.markdown())
+    gid_check = report.get("render-gid")
+    gid = gid_check.details.get("gid") if gid_check and gid_check.ok else None
+    gha.set_output("ok", "true" if report.ok else "false")
+    gha.set_output("render-gid", "" if gid is None else str(gid))
+    gha.set_output("container-flags", shlex.join(runner_check.container_flags(gid)) if gid is not None else "")
+    gpus = report.get("gpus")
+    gha.set_output("gpus", str(gpus.details.get("count", "")) if gpus else "")
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    if not report.ok:
+        raise RunnerCheckError(f"{len(report.failures)} of {len(report.checks)} checks failed: "
+                               f"{', '.join(c.name for c in report.failures)} (each FAIL line above says why)")
+    return 0
+
+
+def cmd_container_flags(args: argparse.Namespace) -> int:
+    from ghbuild import runner_check
+
+    gid = args.gid if args.gid is not None else runner_check.detect_render_gid(args.root)
+    try:
+        flags = runner_check.container_flags(gid, shm_size=args.shm_size, label=None if args.no_label else
+                                       runner_check.CONTAINER_LABEL_VALUE)
+    except ValueError as exc:
+        raise UsageError(f"container-flags: {exc}") from None
+    gha.set_output("flags", shlex.join(flags))
+    gha.set_output("render-gid", str(gid))
+    print(json.dumps(flags) if args.json else shlex.join(flags))
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from ghbuild import diagnose
+
+    result = diagnose.collect(args.out, total_budget=args.total_timeout, per_command=args.command_timeout)
+    print(f"ghbuild diagnose: {result.line()}", file=sys.stderr)
+    gha.add_summary(result.markdown())
+    gha.set_output("dir", str(result.out_dir))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    return 0
+
+
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
             "ensure-base": cmd_ensure_base, "digests": cmd_digests, "publish": cmd_publish, "prune": cmd_prune,
-            "schema": cmd_schema}
+            "schema": cmd_schema, "runner-check": cmd_runner_check, "container-flags": cmd_container_flags,
+            "diagnose": cmd_diagnose}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -451,11 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.command:
             parser.print_help(sys.stderr)
             return 2
-        if args.command in COMMANDS:
-            return COMMANDS[args.command](args)
-        from ghbuild import runner_cli
-
-        return runner_cli.dispatch(args)
+        return COMMANDS[args.command](args)
     except GhbuildError as exc:
         if gha.in_actions():
             gha.annotate("error", exc.message, title=f"ghbuild {exc.kind}")

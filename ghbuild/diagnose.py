@@ -1,4 +1,4 @@
-"""Bounded failure diagnostics for self-hosted ROCm runners (SPEC 7).
+"""Bounded failure diagnostics for self-hosted ROCm runners.
 
 `collect(out_dir)` runs a fixed list of commands (rocminfo, amd-smi, rocm-smi, dmesg, df, free,
 uname, docker ps/info, the GPU device nodes, id), one after another, and writes one file per

@@ -1,4 +1,4 @@
-"""`ghbuild identity` and `ghbuild ensure-base`: content-addressed base images (SPEC 3).
+"""`ghbuild identity` and `ghbuild ensure-base`: content-addressed base images.
 
 ensure-base computes the base's identity, looks `<prefix>-<identity>` up (canonical ref first, then
 this scope's own ref), and hands over `name@sha256:...` when a ref is present with matching identity
@@ -79,6 +79,12 @@ def compute_identity(options: Options, job: Job, resolve: ident.Resolver,
                          build_args={**image.build_args, "(context)": Path(context_dir).as_posix()}, bases=bases)
 
 
+def base_identities(options: Options, plan: Plan, factory: RegistryFactory) -> dict[str, str]:
+    """Job id -> identity for every content-addressed base job of the plan (reads git, resolves base digests)."""
+    resolve = registry_resolver(factory)
+    return {job.id: compute_identity(options, job, resolve).identity for job in plan.jobs if job.identity_prefix}
+
+
 def _image_labels(reg, repo: str, digest: str, platform: str) -> tuple[str, dict[str, str]]:
     """(single-image digest, labels) behind a digest; an index is narrowed to the platform's entry."""
     manifest = reg.get_manifest(repo, digest)
@@ -157,8 +163,7 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
     from ghbuild import render
 
     log(render.build_text(report))
-    if report.budget_failures:
-        raise build.BudgetError("; ".join(report.budget_failures))
+    build.check_budgets(report)
     host, repo, tag = naming.split_reference(refs.write)
     reg = factory(host)
     desc = reg.resolve(repo, tag)

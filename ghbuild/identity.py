@@ -1,4 +1,4 @@
-"""The content identity of a base image (SPEC 3).
+"""The content identity of a base image.
 
 sha256 over: a version string, the declared input files as git's index has them (path, mode, content
 id; a symlink's content is its target), the text of the Dockerfile stages the image builds (and the

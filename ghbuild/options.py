@@ -43,7 +43,7 @@ def format_size(size: int) -> str:
 
 @dataclass(frozen=True)
 class IdentityOptions:
-    """A content-addressed base image (SPEC 3): what its identity is made of."""
+    """A content-addressed base image: what its identity is made of."""
 
     version: str
     inputs: tuple[str, ...] = ()

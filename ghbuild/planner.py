@@ -1,6 +1,6 @@
 """The planner: GitHub context + options in, build plan out. Pure: no I/O, no clock, no network.
 
-It decides trust (SPEC 2), the cache scopes each job reads and writes (SPEC 1), the per-commit
+It decides trust, the cache scopes each job reads and writes, the per-commit
 staging tags and the runner each job runs on.
 
 Policy for `pull_request_target` with a fork head: the plan is READ-ONLY, not refused. The job
@@ -301,7 +301,7 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
 
 
 def base_refs(plan: Plan, job: Job, identity: str) -> BaseRefs:
-    """SPEC 2+3: the canonical `<prefix>-<identity>` first, then this scope's own ref; only a trusted
+    """The canonical `<prefix>-<identity>` first, then this scope's own ref; only a trusted
     run writes the canonical one. An untrusted run writes `<scope>-<prefix>-<identity>` in its own
     namespace, so nothing outside the trusted branch can put bytes behind a canonical identity tag.
     """

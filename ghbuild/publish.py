@@ -327,3 +327,96 @@ def create_github_release(env: Mapping[str, str], version, sha: str, body: str, 
     except GithubException as exc:
         message = (exc.data or {}).get("message") if isinstance(exc.data, dict) else None
         raise PublishError(f"GitHub release {tag} in {repository}: HTTP {exc.status} {message or ''}".strip()) from None
+
+
+# --------------------------------------------------------------------------- one publishing run
+
+def refuse_pull_requests(env: Mapping[str, str]) -> None:
+    """Publishing is for trusted schedule, push and workflow_dispatch runs, never a pull request's."""
+    from ghbuild.context import PR_EVENTS
+    from ghbuild.errors import TrustError
+
+    event = env.get("GITHUB_EVENT_NAME")
+    if event in PR_EVENTS:
+        raise TrustError(f"publish: refused in a {event} run (publishing is for trusted schedule, push and "
+                         "workflow_dispatch runs)")
+
+
+@dataclass
+class PublishRun:
+    """What one `ghbuild publish nightly|release` did, for every image."""
+
+    kind: str
+    sha: str
+    results: list[PublishResult]
+    version: Any = None                       # packaging Version, release only
+    latest: bool = False
+    github_release: str | None = None         # its URL; None: skipped or dry run
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "sha": self.sha, "images": [r.to_dict() for r in self.results]}
+        if self.kind == "release" and self.results:
+            data.update(version=str(self.version), latest=self.latest, github_release=self.github_release)
+        return data
+
+
+def _release_plans(options: Options, images: list[str], sha: str, owner: str, version,
+                   factory: registry.RegistryFactory, warn: Callable[[str], None]) -> list[PublishPlan]:
+    """Every image checked before anything is written: all arches staged, or none (skipped), never one."""
+    plans = []
+    for image in images:
+        host, repo = naming.split_repository(nightly_plan(options, image, sha, owner).publish)
+        plan = release_plan(options, image, sha, owner, version, factory(host).list_tags(repo))
+        present = present_arches(plan, factory)
+        if not present:
+            warn(f"release {version}: no staging image of {image} for {sha}: skipped")
+            continue
+        if len(present) != len(plan.sources):
+            missing = [s.arch for s in plan.sources if s.arch not in present]
+            raise PublishError(f"release {version}: {image} has {', '.join(present)} but not "
+                               f"{', '.join(missing)} for {sha}: refusing a partial release")
+        plans.append(plan)
+    return plans
+
+
+def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str, env: Mapping[str, str],
+        version: str | None = None, dry_run: bool = False, github_release: bool = True,
+        factory: registry.RegistryFactory | None = None, log: Callable[[str], None] = lambda m: None,
+        say: Callable[[str], None] = lambda m: None, warn: Callable[[str], None] = lambda m: None,
+        group: Callable[[str], Any] | None = None) -> PublishRun:
+    """Publish `images` of commit `sha` as a nightly or as release `version` (checked before anything else).
+
+    `log` takes progress lines, `say` the per-image report and the GitHub release line, `warn` what a
+    workflow should show as a warning; `group` (a context manager factory) folds each image's log.
+    """
+    import contextlib
+
+    refuse_pull_requests(env)
+    version = parse_version(version or "") if kind == "release" else None
+    if kind == "release" and github_release and not dry_run and not (env.get("GITHUB_TOKEN")
+                                                                     and env.get("GITHUB_REPOSITORY")):
+        raise PublishError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
+                           "(or pass --no-github-release)")
+    factory = factory or registry.client_factory(env, log)
+    if kind == "release":
+        plans = _release_plans(options, images, sha, owner, version, factory, warn)
+    else:
+        plans = [nightly_plan(options, image, sha, owner) for image in images]
+    group = group or (lambda title: contextlib.nullcontext())
+    outcome = PublishRun(kind=kind, sha=sha, results=[], version=version)
+    for plan in plans:
+        with group(f"publish {plan.kind} {plan.image}{' (dry run)' if dry_run else ''}"):
+            result = execute(plan, factory, dry_run=dry_run, log=log)
+        outcome.results.append(result)
+        say(render(result, plan.kind))
+    if kind == "release" and outcome.results:
+        outcome.latest = any("latest" in p.index_tags for p in plans)
+        if not github_release or dry_run:
+            say(f"  GitHub release v{version}: " + ("skipped (--no-github-release)" if not github_release
+                                                    else "would be created"))
+        else:
+            notes = release_notes(version, sha, outcome.results)
+            outcome.github_release = create_github_release(env, version, sha, notes, version.is_prerelease,
+                                                           outcome.latest)
+            say(f"  GitHub release: {outcome.github_release}")
+    return outcome

@@ -1,6 +1,7 @@
 """sccache settings that must be right before anything reaches a build.
 
-Pure checks here; the S3 preflight that talks to the endpoint lives with the build executor.
+Pure checks, the mode a dry run would get (`planned`), and the S3 preflight that picks the mode
+before a real build (`preflight`, boto3).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ BOOL_FALSE = ("false", "off", "0")
 
 
 def parse_bool(value: str) -> bool:
-    """sccache's own booleans: only true|on|1|false|off|0 (SPEC 4); anything else is an error."""
+    """sccache's own booleans: only true|on|1|false|off|0; anything else is an error."""
     text = value.strip().lower()
     if text in BOOL_TRUE:
         return True
@@ -69,7 +70,7 @@ class SccacheDecision:
         return self.mode not in ("read-write", "off")
 
 
-def _build_args(options, mode: str) -> dict[str, str]:
+def build_args(options, mode: str) -> dict[str, str]:
     """SCCACHE_* only when non-empty (an empty SCCACHE_ENDPOINT crashes sccache at start)."""
     args = {"GHBUILD_SCCACHE_MODE": mode}
     if mode in ("read-write", "read-only", "anonymous"):
@@ -85,6 +86,15 @@ def _build_args(options, mode: str) -> dict[str, str]:
     return args
 
 
+def planned(options, secrets_allowed: bool, env: Mapping[str, str]) -> SccacheDecision:
+    """The mode a build would get, without talking to S3 (`--dry-run`); the secret is never read."""
+    creds = bool(env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")) and secrets_allowed
+    mode = "off" if not options.enabled else ("local" if not options.bucket else
+                                              ("read-write" if creds else "anonymous"))
+    return SccacheDecision(mode, "dry run: S3 not probed", build_args(options, mode),
+                           "(masked)" if creds and mode == "read-write" else None)
+
+
 def preflight(options, secrets_allowed: bool, env: Mapping[str, str], timeout: float = 5.0) -> SccacheDecision:
     """Pick the sccache mode before the build: read-write, read-only, anonymous read, local disk or off.
 
@@ -92,10 +102,10 @@ def preflight(options, secrets_allowed: bool, env: Mapping[str, str], timeout: f
     the build always proceeds, and a degraded mode carries the cause in `reason`.
     """
     if not options.enabled:
-        return SccacheDecision("off", "sccache disabled in the config", _build_args(options, "off"))
+        return SccacheDecision("off", "sccache disabled in the config", build_args(options, "off"))
     if not options.bucket:
         return SccacheDecision("local", "no sccache bucket configured: local disk cache (lost with the builder)",
-                               _build_args(options, "local"))
+                               build_args(options, "local"))
     creds = {k: env.get(k, "") for k in _CRED_VARS}
     have_creds = bool(creds["AWS_ACCESS_KEY_ID"] and creds["AWS_SECRET_ACCESS_KEY"])
     if not secrets_allowed:
@@ -140,13 +150,13 @@ def preflight(options, secrets_allowed: bool, env: Mapping[str, str], timeout: f
                 pass
             else:
                 return SccacheDecision("anonymous", f"S3 refused the credentials ({cause}): anonymous read of "
-                                       f"bucket {options.bucket}", _build_args(options, "anonymous"))
+                                       f"bucket {options.bucket}", build_args(options, "anonymous"))
         return SccacheDecision("local", f"S3 bucket {options.bucket} not reachable ({cause}): local disk cache "
-                               "(lost with the builder)", _build_args(options, "local"))
+                               "(lost with the builder)", build_args(options, "local"))
 
     if not have_creds:
         return SccacheDecision("anonymous", f"{why_no_creds}: anonymous read of bucket {options.bucket}, "
-                               "nothing written", _build_args(options, "anonymous"))
+                               "nothing written", build_args(options, "anonymous"))
 
     probe = f"{options.key_prefix.rstrip('/')}/.ghbuild-write-probe"
     try:
@@ -158,7 +168,7 @@ def preflight(options, secrets_allowed: bool, env: Mapping[str, str], timeout: f
     except (BotoCoreError, ClientError) as exc:
         secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
         return SccacheDecision("read-only", f"S3 write probe failed ({describe(exc)}): read-only, misses are "
-                               "not stored", _build_args(options, "read-only"), secret)
+                               "not stored", build_args(options, "read-only"), secret)
     secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
     return SccacheDecision("read-write", f"bucket {options.bucket} readable and writable",
-                           _build_args(options, "read-write"), secret)
+                           build_args(options, "read-write"), secret)

@@ -99,7 +99,7 @@ def test_buildx_command_applies_every_cache_and_pushes(tmp_path):
 
 
 def test_buildx_names_a_gha_cache_it_would_silently_drop(tmp_path):
-    """SPEC 7: buildx drops type=gha silently without the runtime variables; ghbuild must say so."""
+    """buildx drops type=gha silently without the runtime variables; ghbuild must say so."""
     cmd = buildcmd.build_command(_job(tmp_path), _settings("buildx", push=True, env={"ACTIONS_RUNTIME_TOKEN": "t"}))
     argv = list(cmd.argv)
     assert not any(a.startswith("type=gha") for a in argv)

@@ -6,6 +6,7 @@ GHBUILD_* variable, plus what the test sets, in a temporary working directory.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -569,3 +570,11 @@ def test_plan_table_shows_a_base_under_its_identity_tag(project):
     row = next(line for line in result.stdout.splitlines() if line.startswith("rocm-base-amd64"))
     assert row.endswith("ghcr.io/org/ghbuild-rocm-base:rocm-base-IDENTITY (ensure-base)") and " yes " in row
     assert "rocm-amd64: docker/Dockerfile.rocm (target runtime), FROM rocm-base by digest" in result.stdout
+
+
+def test_one_dispatch_table_serves_every_command():
+    from ghbuild import cli
+
+    parser = cli.build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subparsers.choices) == set(cli.COMMANDS)

@@ -1,4 +1,4 @@
-"""The content identity of a base image (SPEC 3), on real git repositories in tmp_path.
+"""The content identity of a base image, on real git repositories in tmp_path.
 
 What must not change it: permission drift in the worktree, untracked files, stages the image does not
 build. What must: content, the index's mode, a symlink's target, the text of a built stage, a build

@@ -1,4 +1,4 @@
-"""Tag sanitising, scopes and names (SPEC 1 and 2): property tests plus the reference's known bugs."""
+"""Tag sanitising, scopes and names: property tests plus the reference's known bugs."""
 
 from __future__ import annotations
 

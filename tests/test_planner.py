@@ -1,5 +1,5 @@
-"""The planner against real event payloads: SPEC section 1 (who reads/writes which cache) and
-section 2 (trust), edge branch names, isolation between forks, and the `plan --json` contract.
+"""The planner against real event payloads: who reads/writes which cache and
+trust, edge branch names, isolation between forks, and the `plan --json` contract.
 
 Expected scopes are computed here from the documented formulas (sha256 via hashlib), not with
 ghbuild.naming, so a change in the naming code that breaks the contract fails these tests.
@@ -60,7 +60,7 @@ def cache_keys(entries) -> list[str]:
     return gha_scopes(entries) + [tag_of(r) for r in registry_refs(entries)]
 
 
-# --------------------------------------------------------------------------- SPEC section 1
+# --------------------------------------------------------------------------- cache scopes
 
 def test_push_to_the_default_branch_writes_and_reads_the_main_scope(event, plan_for):
     p = plan_for(event("push_master"))
@@ -130,7 +130,7 @@ def test_pull_request_reads_exactly_what_pushes_to_its_base_write(event, plan_fo
             assert set(registry_refs(to)) <= set(registry_refs(job.cache_from)), base
 
 
-# --------------------------------------------------------------------------- SPEC section 2: trust table
+# --------------------------------------------------------------------------- trust table
 
 def _push_tag(event) -> Event:
     ev = event("push_master")
@@ -613,7 +613,7 @@ def test_plan_json_contract(event, options, monkeypatch, capsys, name):
     assert len({(j["image"], j["arch"]) for j in jobs}) == 4
 
 
-# --------------------------------------------------------------------------- SPEC 3: content-addressed bases
+# --------------------------------------------------------------------------- content-addressed bases
 
 BASES = """
 [images.rocm-base]

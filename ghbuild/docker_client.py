@@ -1,4 +1,7 @@
-"""The Docker engine edge: find a client that can build, run builds and pushes, read images.
+"""The Docker edge: every call to the docker client and the Docker engine's API goes through here.
+
+Find a client that can build, create the buildx builder, run builds and pushes, and read built images
+(history, files) through the Docker SDK.
 
 Which client: GHBUILD_DOCKER_CLI if set, else `docker` on PATH, else /usr/bin/docker. A client with
 the buildx plugin builds with `docker buildx build` (backend "buildx"). Without buildx, a client
@@ -117,3 +120,50 @@ def docker_sdk(env: Mapping[str, str]):
         return docker.DockerClient(base_url=env.get("DOCKER_HOST") or "unix:///var/run/docker.sock", timeout=60)
     except docker.errors.DockerException as exc:
         raise EngineError(f"cannot reach the Docker engine: {exc}") from None
+
+
+def ensure_builder(client: DockerClient, name: str, endpoint: str | None, network: str,
+                   env: Mapping[str, str]) -> None:
+    """The buildx builder `name`, created once: a docker-container builder on `network`, or a remote
+    BuildKit at `endpoint` (tcp://, unix://, ssh://)."""
+    if subprocess.run([client.path, "buildx", "inspect", name], capture_output=True, env=dict(env)).returncode == 0:
+        return
+    if endpoint:
+        argv = [client.path, "buildx", "create", "--name", name, "--driver", "remote", endpoint]
+    else:
+        argv = [client.path, "buildx", "create", "--name", name, "--driver", "docker-container",
+                "--driver-opt", f"network={network}",
+                "--buildkitd-flags", "--allow-insecure-entitlement network.host", "--bootstrap"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(env))
+    if proc.returncode != 0:
+        raise EngineError(f"docker buildx create: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+
+
+def image_history(env: Mapping[str, str], image_id: str) -> list[dict]:
+    """The image's history entries, oldest first."""
+    return list(reversed(docker_sdk(env).api.history(image_id)))
+
+
+def image_files(env: Mapping[str, str], image_id: str, folder: str, suffix: str) -> dict[str, bytes] | None:
+    """The files named *suffix under `folder` inside an image (no container is started); None: no folder."""
+    import io
+    import tarfile
+
+    import docker
+
+    container = docker_sdk(env).containers.create(image_id, command=["/nonexistent"], entrypoint=[])
+    try:
+        try:
+            stream, _ = container.get_archive(folder)
+        except docker.errors.NotFound:
+            return None
+        files: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            for member in tar.getmembers():
+                if member.isfile() and member.name.endswith(suffix):
+                    data = tar.extractfile(member)
+                    if data is not None:
+                        files[member.name] = data.read()
+        return files
+    finally:
+        container.remove(force=True)

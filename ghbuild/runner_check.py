@@ -1,4 +1,4 @@
-"""Self-hosted ROCm runner checks (SPEC 7): run before a GPU job, so a sick runner fails in seconds
+"""Self-hosted ROCm runner checks: run before a GPU job, so a sick runner fails in seconds
 with the reason, instead of a job failing an hour later with an unrelated-looking error.
 
 Checks, each a `Check` with one line saying what is wrong and how to fix it:
@@ -409,7 +409,7 @@ def check(*, gpus: int = 1, min_free_disk: int | str = DEFAULT_MIN_FREE_DISK, di
 
 def container_flags(gid: int, *, shm_size: str = DEFAULT_SHM_SIZE,
                     label: str | None = CONTAINER_LABEL_VALUE) -> list[str]:
-    """The flags a GPU container needs (SPEC 7), in one place:
+    """The flags a GPU container needs, in one place:
 
     --device /dev/kfd --device /dev/dri --group-add <numeric render gid> --security-opt seccomp=unconfined
     --shm-size 16g, plus --label org.ghbuild.runner=<label> (None: no label) so that the runner check
