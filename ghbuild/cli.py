@@ -39,6 +39,8 @@ def _context_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--head-repo", metavar="OWNER/NAME", help="pull request source repository (a fork if it "
                                                              "differs from --repository)")
     g.add_argument("--default-branch", metavar="BRANCH", help="the repository's default branch")
+    g.add_argument("--ref-protected", choices=("true", "false"),
+                   help="whether GitHub protects the ref (default: GITHUB_REF_PROTECTED)")
 
 
 def _selection_flags(p: argparse.ArgumentParser) -> None:
@@ -230,7 +232,8 @@ def _overrides(args: argparse.Namespace):
 
     return Overrides(event=args.event, event_path=args.event_path, repository=args.repository, ref=args.ref,
                      sha=args.sha, pr=args.pr, base=args.base, head_ref=args.head_ref, head_repo=args.head_repo,
-                     default_branch=args.default_branch)
+                     default_branch=args.default_branch,
+                     ref_protected=None if args.ref_protected is None else args.ref_protected == "true")
 
 
 def _image_names(values: list[str] | None) -> list[str] | None:

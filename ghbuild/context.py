@@ -39,6 +39,8 @@ class GitHubContext:
     head_sha: str | None = None
     # True when the PR's head lives in another repository (from payload ids). None: unknown.
     is_fork: bool | None = None
+    # GITHUB_REF_PROTECTED: branch protection or a ruleset applies to the ref. None: not reported.
+    ref_protected: bool | None = None
     run_id: str | None = None
     run_attempt: str | None = None
     server_url: str = "https://github.com"
@@ -74,6 +76,7 @@ class Overrides:
     head_ref: str | None = None
     head_repo: str | None = None
     default_branch: str | None = None
+    ref_protected: bool | None = None
 
 
 def _get(payload: Mapping[str, Any], dotted: str) -> Any:
@@ -282,9 +285,12 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         notes.append("default branch: the scheduled run's ref (schedules run on the default branch)")
 
     inputs = payload.get("inputs") if isinstance(payload.get("inputs"), dict) else {}
+    ref_protected = o.ref_protected
+    if ref_protected is None and env.get("GITHUB_REF_PROTECTED"):
+        ref_protected = env["GITHUB_REF_PROTECTED"].strip().lower() == "true"
     return GitHubContext(
         event=event, repository=repository, ref=ref, sha=sha.lower(), default_branch=default_branch,
         pull_request=pull_request, base_ref=base_ref, head_ref=head_ref, head_repository=head_repository,
-        head_sha=head_sha, is_fork=is_fork, run_id=env.get("GITHUB_RUN_ID"),
+        head_sha=head_sha, is_fork=is_fork, ref_protected=ref_protected, run_id=env.get("GITHUB_RUN_ID"),
         run_attempt=env.get("GITHUB_RUN_ATTEMPT"), server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
         inputs=inputs, notes=tuple(notes))

@@ -162,17 +162,26 @@ def _branch_scope(repo: str, branch: str, canonical: str, stable: str) -> str:
 
 
 def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]]:
+    """Who may write what. Trust comes from what GitHub reports about the run (event, repository, ref,
+    the payload's default branch, GITHUB_REF_PROTECTED), never from the checkout alone: a config in a
+    branch that names that branch stable does not make it trusted unless GitHub protects it."""
     warnings: list[str] = []
     repo = naming.normalize_slug(ctx.repository)
     canonical = options.trust.canonical_repository or repo
-    stable = options.trust.stable_branch or ctx.default_branch
+    default = ctx.default_branch
+    stable = options.trust.stable_branch or default
+    branch = ctx.branch
+    if stable and stable != default and branch == stable and ctx.event not in PR_EVENTS and not ctx.ref_protected:
+        warnings.append(f"trust.stable-branch = {stable!r} ignored: it is not the default branch "
+                        f"({default or 'unknown'}) and GitHub does not report {ctx.ref} protected "
+                        "(GITHUB_REF_PROTECTED); protect it with a branch protection rule or ruleset")
+        stable = default
     if not stable:
         stable = FALLBACK_STABLE_BRANCH
         warnings.append(f"stable branch unknown (no trust.stable-branch, no default branch in the payload): "
                         f"assuming {FALLBACK_STABLE_BRANCH!r}")
     canonical_scope = naming.canonical_scope(stable)
     in_canonical = repo == canonical
-    branch = ctx.branch
     ref_name = branch or ctx.ref.removeprefix("refs/tags/").removeprefix("refs/")
 
     registry_write = True
@@ -203,7 +212,7 @@ def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]
         scope = naming.merge_queue_scope(repo, ctx.base_ref)
         reads_after_own.append(_branch_scope(repo, ctx.base_ref, canonical, stable))
         reason = f"merge queue into {ctx.base_ref}: not yet merged, writes only the merge-queue scope"
-    elif in_canonical and branch == stable:
+    elif in_canonical and branch == stable and (stable == default or bool(ctx.ref_protected)):
         trusted = True
         scope = canonical_scope
         reason = f"{ctx.event} on {stable} of {canonical}: trusted"
@@ -214,6 +223,9 @@ def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]
             reason = f"{ctx.event} in {repo}, not the canonical {canonical}: writes only its own scope"
         elif branch is None:
             reason = f"{ctx.event} on {ctx.ref} (not a branch): writes only its own scope"
+        elif branch == stable:
+            reason = (f"{ctx.event} on {stable}: the default branch is unknown and GitHub does not report "
+                      f"{ctx.ref} protected: writes only its own scope")
         else:
             reason = f"{ctx.event} on branch {branch}, not the stable {stable}: writes only its own scope"
 

@@ -197,8 +197,20 @@ TRUST_CASES: dict[str, tuple[Callable, dict, bool, dict, str | None, tuple[str, 
     "stable-branch set: push default branch": (lambda e: e("push_master"), {"stable": "release"}, False, W,
                                                preview(BASE_REPO, "master"),
                                                (preview(BASE_REPO, "master"), "release")),
-    "stable-branch set: push stable": (lambda e: e("push_master").on_branch("release"), {"stable": "release"}, True,
-                                       W, "release", ("release",)),
+    "stable-branch set: push stable, protected": (
+        lambda e: e("push_master").on_branch("release").edited(GITHUB_REF_PROTECTED="true"), {"stable": "release"},
+        True, W, "release", ("release",)),
+    # Trust never comes from the checkout alone: an unprotected branch that names itself stable is not trusted.
+    "stable-branch set: push stable, not protected": (
+        lambda e: e("push_master").on_branch("release").edited(GITHUB_REF_PROTECTED="false"), {"stable": "release"},
+        False, W, preview(BASE_REPO, "release"), (preview(BASE_REPO, "release"), "master")),
+    "stable-branch set: push stable, protection not reported": (
+        lambda e: e("push_master").on_branch("release"), {"stable": "release"},
+        False, W, preview(BASE_REPO, "release"), (preview(BASE_REPO, "release"), "master")),
+    "a branch's config names that branch stable": (lambda e: e("push_dev"), {"stable": "dev"}, False, W, DEV,
+                                                   (DEV, "master")),
+    "stable-branch is the default branch": (lambda e: e("push_master"), {"stable": "master"}, True, W, "master",
+                                            ("master",)),
     "stable-branch set: PR into stable": (lambda e: e("pull_request").into_base("release"), {"stable": "release"},
                                           False, FORK, PR15, (PR15, "release")),
 }
@@ -301,8 +313,10 @@ def test_a_similar_but_different_canonical_repository_is_not_trusted(event, make
 
 
 def test_without_any_stable_branch_information_main_is_assumed_with_a_warning(tmp_path, make_options):
+    """Without a payload GitHub has not said which branch is the default: `main` names the canonical scope,
+    but no run is trusted on that assumption (--default-branch or the payload makes it known)."""
     options = make_options()
-    for ref, trusted in (("main", True), ("master", False)):
+    for ref, trusted in (("main", False), ("master", False)):
         ctx = from_environment({}, Overrides(event="push", repository=BASE_REPO, ref=ref, sha="a" * 40),
                                cwd=tmp_path)
         assert ctx.default_branch is None
@@ -689,3 +703,14 @@ def test_a_fork_pull_request_plans_nothing_on_self_hosted_runners_by_default(eve
     assert any("rocm-amd64: not planned for a pull request from a fork" in w for w in fork.warnings)
     same_repo = planner.plan(event("pull_request").same_repo().context(), options)
     assert "rocm-amd64" in [j.id for j in same_repo.jobs]
+
+
+def test_a_branch_naming_itself_stable_is_warned_about_and_gets_no_canonical_write(event, make_options):
+    """A feature branch whose ghbuild.toml says stable-branch = <itself>: no canonical scope, no staging
+    <sha>-<arch> tag (what nightlies publish), a warning naming the setting."""
+    p = planner.plan(event("push_dev").context(), make_options(stable="dev"))
+    assert p.trust.trusted is False and p.trust.write_scope == DEV and "master" in p.trust.read_scopes
+    assert any("trust.stable-branch = 'dev' ignored" in w and "GITHUB_REF_PROTECTED" in w for w in p.warnings)
+    sha = event("push_dev").env["GITHUB_SHA"]
+    assert all(not tag.endswith(f":{sha}-x86_64") for job in p.jobs for tag in job.tags)
+    assert all("scope=master-" not in ref and ":master-" not in ref for job in p.jobs for ref in job.cache_to)
