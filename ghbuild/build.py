@@ -139,7 +139,8 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     base_image = _base_image(options, image, job, request)
     push, warnings = _push(plan, job, request)
     client = _client(env, request)
-    decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache, plan.trust.secrets, env)
+    decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
+                                                                           _credentials_refusal(plan), env)
     if decision.degraded:
         warnings.append(f"sccache {decision.mode}: {decision.reason}")
     redact = tuple(v for k, v in env.items() if k in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") and v)
@@ -233,6 +234,16 @@ def _push(plan: Plan, job: Job, request: BuildRequest) -> tuple[bool, list[str]]
     return request.push and job.push, []
 
 
+def _credentials_refusal(plan: Plan) -> str | None:
+    """Why the AWS credentials in the environment may not reach this build (None: they may). The sccache
+    bucket is one shared scope: anything with its write key can plant objects the trusted build fetches."""
+    if not plan.trust.secrets:
+        return "this run may not be handed secrets"
+    if not plan.trust.trusted:
+        return "not a trusted run: S3 write credentials are kept for the trusted build"
+    return None
+
+
 def _client(env: Mapping[str, str], request: BuildRequest) -> docker_client.DockerClient:
     """The docker client; a dry run prints the command even where no engine answers."""
     try:
@@ -247,7 +258,7 @@ def _client(env: Mapping[str, str], request: BuildRequest) -> docker_client.Dock
 def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, write: bool) -> list[buildcmd.Secret]:
     """The sccache credentials as a BuildKit secret file (0600, never a build arg), only for a run that
     may be handed secrets; a dry run names the file without writing it."""
-    if not (decision.secret and plan.trust.secrets):
+    if not (decision.secret and plan.trust.secrets and plan.trust.trusted):
         return []
     secret_file = workdir / "sccache_aws"
     if write:

@@ -86,17 +86,21 @@ def build_args(options, mode: str) -> dict[str, str]:
     return args
 
 
-def planned(options, secrets_allowed: bool, env: Mapping[str, str]) -> SccacheDecision:
+def planned(options, refusal: str | None, env: Mapping[str, str]) -> SccacheDecision:
     """The mode a build would get, without talking to S3 (`--dry-run`); the secret is never read."""
-    creds = bool(env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")) and secrets_allowed
+    creds = bool(env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")) and refusal is None
     mode = "off" if not options.enabled else ("local" if not options.bucket else
                                               ("read-write" if creds else "anonymous"))
-    return SccacheDecision(mode, "dry run: S3 not probed", build_args(options, mode),
+    reason = "dry run: S3 not probed" + (f"; {refusal}" if refusal and mode == "anonymous" else "")
+    return SccacheDecision(mode, reason, build_args(options, mode),
                            "(masked)" if creds and mode == "read-write" else None)
 
 
-def preflight(options, secrets_allowed: bool, env: Mapping[str, str], timeout: float = 5.0) -> SccacheDecision:
+def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: float = 5.0) -> SccacheDecision:
     """Pick the sccache mode before the build: read-write, read-only, anonymous read, local disk or off.
+
+    `refusal`: why this run may not use the AWS credentials in its environment (None: it may). Credentials
+    inside a build can write whatever its RUN steps like, so only the trusted run gets them.
 
     Talks to S3 with boto3 (bucket reachable, then a write probe). Never raises for S3 trouble:
     the build always proceeds, and a degraded mode carries the cause in `reason`.
@@ -108,9 +112,9 @@ def preflight(options, secrets_allowed: bool, env: Mapping[str, str], timeout: f
                                build_args(options, "local"))
     creds = {k: env.get(k, "") for k in _CRED_VARS}
     have_creds = bool(creds["AWS_ACCESS_KEY_ID"] and creds["AWS_SECRET_ACCESS_KEY"])
-    if not secrets_allowed:
+    if refusal is not None:
         have_creds = False
-        why_no_creds = "this run may not be handed secrets"
+        why_no_creds = refusal
     else:
         why_no_creds = "no AWS credentials in the environment"
 
