@@ -12,6 +12,7 @@ people legitimately run on that event; planning read-only gives the fork's code 
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +23,16 @@ from ghbuild.errors import UsageError
 from ghbuild.options import PLATFORM_ARCH, ImageOptions, Options
 
 FALLBACK_STABLE_BRANCH = "main"
+
+# GitHub-hosted runner labels (standard runners; GitHub matches labels case-insensitively). A job whose
+# runs-on is not exactly one of these may land on a self-hosted runner: a custom label alone routes there.
+_HOSTED_LABEL = re.compile(r"ubuntu-(?:latest|slim|\d{2}\.\d{2}(?:-arm)?)|windows-(?:latest|\d{4}|11-arm)"
+                           r"|macos-(?:latest|\d{2}(?:-intel|-large|-xlarge)?)", re.I)
+
+
+def github_hosted(labels: tuple[str, ...] | list[str]) -> bool:
+    """True only for one label that names a GitHub-hosted runner image; anything else counts as self-hosted."""
+    return len(labels) == 1 and _HOSTED_LABEL.fullmatch(labels[0].strip()) is not None
 
 
 @dataclass(frozen=True)
@@ -350,11 +361,12 @@ def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
             if arches and PLATFORM_ARCH[platform] not in arches:
                 continue
             job = _job(ctx, options, trust, image, platform)
-            if fork_pr and "self-hosted" in job.runs_on:
+            if fork_pr and not github_hosted(job.runs_on):
                 # A fork's code never runs on a persistent runner (its Dockerfile RUN steps, a privileged
                 # GPU container): GitHub's hosted runners are thrown away, self-hosted ones are not.
                 warnings.append(f"{job.id}: not planned for a pull request from a fork: it would run the fork's "
-                                f"code on self-hosted runners ({', '.join(job.runs_on)}; trust.self-hosted-for-forks)")
+                                f"code on a runner that is not GitHub-hosted ({', '.join(job.runs_on)}; "
+                                "trust.self-hosted-for-forks)")
                 continue
             jobs.append(job)
     return Plan(context=ctx, trust=trust, jobs=tuple(jobs), warnings=tuple(warnings))

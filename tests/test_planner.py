@@ -714,3 +714,22 @@ def test_a_branch_naming_itself_stable_is_warned_about_and_gets_no_canonical_wri
     sha = event("push_dev").env["GITHUB_SHA"]
     assert all(not tag.endswith(f":{sha}-x86_64") for job in p.jobs for tag in job.tags)
     assert all("scope=master-" not in ref and ":master-" not in ref for job in p.jobs for ref in job.cache_to)
+
+
+@pytest.mark.parametrize("labels", [["Self-Hosted", "linux", "rocm"], ["SELF-HOSTED"], ["linux", "rocm"],
+                                    ["gpu-runner"], ["ubuntu-24.04", "gpu"], ["my-ubuntu-24.04"]])
+def test_a_fork_pull_request_plans_nothing_that_is_not_github_hosted_however_spelt(event, make_options, labels):
+    """GitHub matches labels case-insensitively, and custom labels alone route to self-hosted runners."""
+    options = make_options(extra=f"\n[images.gpu]\ndockerfile = \"docker/Dockerfile.gpu\"\n"
+                                 f"platforms = [\"linux/amd64\"]\nrunners.amd64 = {json.dumps(labels)}\n")
+    options = type(options)(**{**options.__dict__, "trust": type(options.trust)(
+        canonical_repository=options.trust.canonical_repository, stable_branch=options.trust.stable_branch)})
+    fork = planner.plan(event("pull_request").context(), options)
+    assert "gpu-amd64" not in [j.id for j in fork.jobs]
+    assert "gpu-amd64" in [j.id for j in planner.plan(event("pull_request").same_repo().context(), options).jobs]
+
+
+@pytest.mark.parametrize("label", ["ubuntu-24.04", "UBUNTU-24.04-ARM", "ubuntu-latest", "windows-2022",
+                                   "macos-15", "macos-14-xlarge"])
+def test_github_hosted_labels_are_recognised_in_any_case(label):
+    assert planner.github_hosted([label]) and not planner.github_hosted([label, "self-hosted"])
