@@ -374,6 +374,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from ghbuild import build, records, render
 
     options, plan = _load(args, [args.image], [args.arch])
+    if args.record:
+        records.destination(Path(args.record), os.environ, Path.cwd())   # refused before anything is built
     request = build.BuildRequest(image=args.image, arch=args.arch, push=args.push, dry_run=args.dry_run,
                                  target=args.target, base_image=args.base_image, backend=args.backend,
                                  require_digest_base=args.require_digest_base, echo=not args.quiet)
@@ -389,7 +391,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.record and report.digest:   # only for a build that passed every check
         job = plan.job(args.image, args.arch)
         records.write(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch,
-                                          "platform": job.platform, "digest": report.digest, "ref": report.ref})
+                                          "platform": job.platform, "digest": report.digest, "ref": report.ref},
+                      os.environ, Path.cwd())
     return 0
 
 

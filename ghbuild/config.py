@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -365,6 +366,7 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
             base=img.get("base") or None,
         )
     _check_bases(images, where)
+    _check_paths(images, path.parent, where)
 
     sc = data.get("sccache", {})
     endpoint = sc.get("endpoint", "")
@@ -408,6 +410,46 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
                       trust=trust, publish=publish, sources=sources)
     _check_repositories(options, where)
     return options
+
+
+def repository_root(folder: Path) -> Path:
+    """The git work tree holding `folder` (the nearest parent with a .git entry), else `folder` itself."""
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def _inside(root: Path, project: Path, value: str) -> str | None:
+    """Why `value` (relative to the config's folder) leads out of `root`; None when it stays inside."""
+    if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
+        return "an absolute path"
+    lexical = Path(os.path.normpath(project / value))
+    if lexical != root and root not in lexical.parents:
+        return "'..' leads out of the repository"
+    # Follow symlinks as far as the path exists: a link inside the tree may point anywhere.
+    real, real_root = Path(os.path.realpath(lexical)), Path(os.path.realpath(root))
+    if real != real_root and real_root not in real.parents:
+        return "a symlink leads out of the repository"
+    return None
+
+
+def _check_paths(images: dict[str, ImageOptions], project: Path, where: _Where) -> None:
+    """Every configured path stays inside the repository: a branch's config must not send the runner's
+    home (a docker login's config.json, say) into a build context, or build from a file outside."""
+    root = repository_root(project)
+    for name, image in images.items():
+        checks = [("dockerfile", image.dockerfile), ("context", image.context)]
+        checks += [(f"identity.inputs[{i}]", pattern)
+                   for i, pattern in enumerate(image.identity.inputs if image.identity else ())]
+        for key, value in checks:
+            # A glob is checked by its literal part: what it can match lies below that.
+            why = _inside(root, project.resolve(), re.sub(r"[*?\[].*", "x", value))
+            if why:
+                raise ConfigError(f"{where(f'images.{name}.{key}')}: {value!r} is outside the repository "
+                                  f"({why}; paths are relative to the config file's folder and stay inside "
+                                  f"{root})")
 
 
 def _identity(name: str, data: dict[str, Any] | None) -> IdentityOptions | None:

@@ -4,6 +4,8 @@ collects from the build jobs' artifacts into the workflow's `digests` output."""
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,30 @@ from ghbuild.errors import UsageError
 RECORD_KEYS = ("id", "digest", "ref")     # the strings every record must carry
 
 
-def write(path: Path, record: dict[str, Any]) -> None:
-    """Write one record atomically: the summary job never reads a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _within(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def destination(path: Path, env: Mapping[str, str], cwd: Path) -> Path:
+    """Where `--record PATH` writes, checked before anything is built: only inside the working directory
+    or RUNNER_TEMP (no absolute path elsewhere, no '..' leading out)."""
+    spellings = [p for p in (cwd, env.get("RUNNER_TEMP")) if p and os.path.isabs(str(p))]
+    roots = [Path(os.path.normpath(p)) for p in spellings] + [Path(os.path.realpath(p)) for p in spellings]
+    target = Path(os.path.normpath(cwd / path))
+    if not _within(target, roots):
+        raise UsageError(f"--record {path}: outside the working directory and RUNNER_TEMP; write records there")
+    return target
+
+
+def write(path: Path, record: dict[str, Any], env: Mapping[str, str], cwd: Path) -> None:
+    """Write one record atomically (the summary job never reads a half-written file), inside the
+    working directory or RUNNER_TEMP only: a symlinked folder leading out is refused too."""
+    target = destination(path, env, cwd)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    real_roots = [Path(os.path.realpath(p)) for p in (cwd, env.get("RUNNER_TEMP")) if p and os.path.isabs(str(p))]
+    if not _within(Path(os.path.realpath(target.parent)), real_roots):
+        raise UsageError(f"--record {path}: a symlink leads out of the working directory and RUNNER_TEMP")
+    path = target
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
     tmp.replace(path)

@@ -77,3 +77,71 @@ def test_untrusted_runs_never_get_s3_write_credentials_even_when_they_are_set(pr
     assert report["sccache"]["mode"] == "anonymous"
     assert "not a trusted run" in report["sccache"]["reason"]
     assert "sccache_aws" not in report["command"] and AWS["AWS_SECRET_ACCESS_KEY"] not in json.dumps(report)
+
+
+# --------------------------------------------------------------------------- paths out of the repository
+
+@pytest.mark.parametrize("key, value, why", [
+    ("dockerfile", "/etc/hostname", "an absolute path"),
+    ("dockerfile", "../../../../etc/hostname", "'..' leads out"),
+    ("context", "../../../..", "'..' leads out"),
+    ("context", "/root", "an absolute path"),
+    ("dockerfile", "home/Dockerfile", "a symlink leads out"),
+    ("context", "home", "a symlink leads out"),
+    ("identity.inputs", ["../secrets/**"], "'..' leads out"),
+    ("identity.inputs", ["/etc/*"], "an absolute path"),
+])
+def test_paths_that_lead_out_of_the_repository_are_refused(project, key, value, why):
+    """A same-repository pull request must not send the runner's home (a docker login's config.json) into
+    its build context, nor build from a file outside the checkout."""
+    (project / ".git").mkdir()
+    (project / "home").symlink_to(Path.home())
+    lines = CONFIG.replace('dockerfile = "Dockerfile"\n', "")
+    if key == "identity.inputs":
+        setting = f'dockerfile = "Dockerfile"\nidentity = {{ version = "1", inputs = {json.dumps(value)} }}\n'
+    else:
+        setting = ('dockerfile = "Dockerfile"\n' if key != "dockerfile" else "") + f"{key} = {json.dumps(value)}\n"
+    (project / "ghbuild.toml").write_text(lines + setting, "utf-8")
+    proc = ghbuild(project, "plan", "--sha", SHA, *TRUSTED_PUSH)
+    assert proc.returncode == 3, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert f"images.app.{key}" in line and "outside the repository" in line and why in line
+
+
+def test_a_path_override_from_the_environment_is_refused_naming_the_variable(project):
+    (project / ".git").mkdir()
+    proc = ghbuild(project, "plan", "--sha", SHA, *TRUSTED_PUSH, env={"GHBUILD_IMAGES_APP_CONTEXT": "/"})
+    assert proc.returncode == 3 and "GHBUILD_IMAGES_APP_CONTEXT (overrides images.app.context)" in proc.stderr
+
+
+def test_paths_inside_the_repository_stay_accepted(project):
+    (project / ".git").mkdir()
+    (project / "sub").mkdir()
+    (project / "sub" / "ghbuild.toml").write_text(CONFIG.replace('"Dockerfile"', '"../Dockerfile"')
+                                                  + 'context = ".."\n', "utf-8")
+    proc = ghbuild(project / "sub", "plan", "--json", "--sha", SHA, *TRUSTED_PUSH)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("record", ["/etc/ghbuild-record.json", "../../outside.json"])
+def test_a_record_outside_the_workspace_and_runner_temp_is_refused_before_the_build(project, record):
+    proc = ghbuild(project, "build", "--image", "app", "--arch", "amd64", "--record", record, "--sha", SHA,
+                   *TRUSTED_PUSH)
+    assert proc.returncode == 2 and f"--record {record}: outside the working directory" in proc.stderr
+    assert "load build definition" not in proc.stderr       # nothing was built
+
+
+def test_a_record_behind_a_symlink_that_leads_out_is_refused(project, tmp_path):
+    from ghbuild import errors, records
+
+    (tmp_path / "elsewhere").mkdir()
+    (project / "out").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(errors.UsageError, match="a symlink leads out"):
+        records.write(Path("out/r.json"), {"id": "x", "digest": "d", "ref": "r"}, {}, project)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    records.write(runner_temp / "d" / "r.json", {"id": "x", "digest": "d", "ref": "r"},
+                  {"RUNNER_TEMP": str(runner_temp)}, project)
+    assert json.loads((runner_temp / "d" / "r.json").read_text())["id"] == "x"
