@@ -333,6 +333,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     gha.set_output("bases-count", str(len(bases["include"])))
     gha.set_output("trusted", "true" if plan.trust.trusted else "false")
     gha.set_output("secrets", "true" if plan.trust.secrets else "false")
+    gha.set_output("gha-write", "true" if plan.trust.gha_write else "false")
     gha.set_output("jobs", str(len(matrix["include"])))
     print(json.dumps(matrix, separators=(",", ":")))
     return 0

@@ -278,7 +278,9 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
     cache_from: list[str] = []
     for scope in trust.read_scopes:
         key = _cache_key(scope, image.name, suffix)
-        if options.registries.gha_cache:
+        if options.registries.gha_cache and trust.gha_write:
+            # Reading type=gha needs the runtime token, and that token can write the cache: a run that
+            # may not write it gets neither.
             cache_from.append(f"type=gha,scope={key}")
         if cache_repo:
             repo = canonical_cache_repo if scope == trust.canonical_scope else cache_repo

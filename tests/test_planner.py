@@ -456,7 +456,8 @@ def test_read_lists_are_ordered_and_de_duplicated(all_plans):
         assert reads[0] == p.trust.scope and reads[-1] == p.trust.canonical_scope, run_id
         for job in p.jobs:
             suffix = f"-{job.image}-{SUFFIX[job.arch]}"
-            assert gha_scopes(job.cache_from) == [s + suffix for s in reads], run_id
+            # No type=gha read without the right to write: the runtime token it needs could write.
+            assert gha_scopes(job.cache_from) == ([s + suffix for s in reads] if p.trust.gha_write else []), run_id
             keys = [tag_of(r) for r in registry_refs(job.cache_from)]
             assert keys == [s + suffix for s in reads], run_id
             assert len(job.cache_from) == len(set(job.cache_from)), run_id

@@ -145,3 +145,21 @@ def test_a_record_behind_a_symlink_that_leads_out_is_refused(project, tmp_path):
     records.write(runner_temp / "d" / "r.json", {"id": "x", "digest": "d", "ref": "r"},
                   {"RUNNER_TEMP": str(runner_temp)}, project)
     assert json.loads((runner_temp / "d" / "r.json").read_text())["id"] == "x"
+
+
+# --------------------------------------------------------------------------- GitHub Actions cache
+
+def test_a_run_that_may_not_write_the_gha_cache_gets_no_gha_ref_at_all(project, tmp_path):
+    """pull_request_target from a fork: reading type=gha needs the runtime token, which could write the
+    base branch's cache, so neither cache-from nor cache-to names it."""
+    events = Path(__file__).parent / "fixtures" / "events"
+    env = {k: v for k, v in (line.split("=", 1) for line in (events / "pull_request_target.env").read_text().split("\n")
+                             if "=" in line)}
+    env["GITHUB_EVENT_PATH"] = str(events / "pull_request_target.json")
+    plan = json.loads(ghbuild(project, "plan", "--json", env=env).stdout)
+    assert plan["context"]["gha_write"] is False
+    for job in plan["jobs"]:
+        assert not [ref for ref in job["cache_from"] + job["cache_to"] if ref.startswith("type=gha")], job
+        assert job["gha_scope"] is None
+    trusted = json.loads(ghbuild(project, "plan", "--json", "--sha", SHA, *TRUSTED_PUSH).stdout)
+    assert any(ref.startswith("type=gha") for job in trusted["jobs"] for ref in job["cache_from"])

@@ -249,7 +249,8 @@ def test_build_image_hands_the_runtime_variables_to_ghbuild_only(node, tmp_path,
     proc, record, output, github_env = run_build_image(
         node, tmp_path, fake_ghbuild,
         {"image": "cpu", "arch": "arm64", "push": "true", "base-image": "r/base@sha256:" + "b" * 64,
-         "require-digest-base": "true", "config": "ci/ghbuild.toml", "kind": "image", "record": "/t/cpu-arm64.json"},
+         "require-digest-base": "true", "config": "ci/ghbuild.toml", "kind": "image", "record": "/t/cpu-arm64.json",
+         "gha-cache": "true"},
         ACTIONS_RUNTIME_TOKEN="runtime-token-value", ACTIONS_RESULTS_URL="https://results.example/")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert record["argv"] == ["build", "--image", "cpu", "--arch", "arm64", "--push", "--require-digest-base",
@@ -262,12 +263,38 @@ def test_build_image_hands_the_runtime_variables_to_ghbuild_only(node, tmp_path,
 
 
 def test_build_image_reports_a_gha_cache_that_would_be_dropped(node, tmp_path, fake_ghbuild):
-    proc, record, output, _ = run_build_image(node, tmp_path, fake_ghbuild, {"image": "cpu", "arch": "amd64"},
+    proc, record, output, _ = run_build_image(node, tmp_path, fake_ghbuild,
+                                              {"image": "cpu", "arch": "amd64", "gha-cache": "true"},
                                               ACTIONS_RUNTIME_TOKEN="t")
     assert proc.returncode == 0, proc.stderr
     assert record["argv"] == ["build", "--image", "cpu", "--arch", "amd64"]
     assert "gha-cache=unavailable" in output
     assert "ACTIONS_RESULTS_URL not in this action's environment" in proc.stdout
+
+
+@pytest.mark.parametrize("gha_cache", ["", "false", "FALSE"])
+def test_build_image_withholds_the_runtime_token_when_the_plan_forbids_cache_writes(node, tmp_path, fake_ghbuild,
+                                                                                   gha_cache):
+    """pull_request_target from a fork: the token would write the base branch's GitHub Actions cache."""
+    proc, record, output, github_env = run_build_image(
+        node, tmp_path, fake_ghbuild, {"image": "cpu", "arch": "amd64", "gha-cache": gha_cache},
+        ACTIONS_RUNTIME_TOKEN="runtime-token-value", ACTIONS_RESULTS_URL="https://results.example/",
+        ACTIONS_CACHE_URL="https://cache.example/", ACTIONS_ID_TOKEN_REQUEST_TOKEN="oidc")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert record["token"] is None and record["results"] is None
+    assert "gha-cache=withheld" in output and github_env == ""
+
+
+def test_the_workflow_hands_the_plans_gha_write_to_every_build_image_step():
+    workflow = load(GITHUB / "workflows" / "build-images.yml")
+    assert workflow["jobs"]["plan"]["outputs"]["gha-write"] == "${{ steps.plan.outputs.gha-write }}"
+    for job in workflow["jobs"].values():
+        for step in job.get("steps", []):
+            if str(step.get("uses", "")).endswith("/actions/build-image"):
+                if step["with"].get("lookup-only"):   # builds nothing: the token is withheld (the default)
+                    assert "gha-cache" not in step["with"], step
+                else:
+                    assert step["with"]["gha-cache"] == "${{ needs.plan.outputs.gha-write }}", step
 
 
 def test_build_image_runs_ensure_base_for_a_base(node, tmp_path, fake_ghbuild):

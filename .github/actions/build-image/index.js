@@ -81,11 +81,29 @@ function command() {
   return args;
 }
 
+// Everything that lets a process talk to the runner's cache, artifact and OIDC services.
+const SERVICE_VARS = [...RUNTIME_VARS, 'ACTIONS_CACHE_URL', 'ACTIONS_CACHE_SERVICE_V2', 'ACTIONS_RUNTIME_URL',
+  'ACTIONS_ID_TOKEN_REQUEST_TOKEN', 'ACTIONS_ID_TOKEN_REQUEST_URL'];
+
+function childEnv(ghaCache) {
+  const env = { ...process.env };
+  if (!ghaCache) {
+    for (const name of SERVICE_VARS) delete env[name];
+  }
+  return env;
+}
+
 function main() {
   const args = command();
   const exe = findGhbuild();
+  const ghaCache = booleanInput('gha-cache');
   const missing = RUNTIME_VARS.filter((name) => !process.env[name]);
-  if (missing.length) {
+  if (!ghaCache) {
+    // The plan says this run may not write the GitHub Actions cache: the token never reaches the build.
+    console.log('ghbuild build-image: gha-cache is not true (the plan forbids GitHub Actions cache writes): ' +
+                `${RUNTIME_VARS.join(' and ')} withheld from ghbuild`);
+    setOutput('gha-cache', 'withheld');
+  } else if (missing.length) {
     // ghbuild reports the skipped cache itself (a warning per skipped type=gha ref, in the summary too).
     console.log(`ghbuild build-image: ${missing.join(' and ')} not in this action's environment: ` +
                 'a type=gha layer cache cannot be used in this run (ghbuild skips it and says so)');
@@ -96,7 +114,7 @@ function main() {
     setOutput('gha-cache', 'available');
   }
   console.log(`ghbuild build-image: ${[exe, ...args].join(' ')}`);
-  const child = spawn(exe, args, { stdio: 'inherit', env: process.env });
+  const child = spawn(exe, args, { stdio: 'inherit', env: childEnv(ghaCache) });
   // A cancelled job signals this process: pass it on, so ghbuild stops the build and cleans up.
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.on(signal, () => child.kill(signal));
