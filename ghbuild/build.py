@@ -298,7 +298,7 @@ def _build(report: BuildReport, ctx: BuildContext, client: docker_client.DockerC
             docker_client.ensure_builder(client, _builder_name(options), builder, options.build.builder_network,
                                          ctx.env)
     log_path = ctx.workdir / "build.log"
-    with gha.group(f"build {ctx.job.id} ({client.backend})"):
+    with gha.group(f"build {ctx.job.id} ({client.backend})"), gha.commands_off():
         rc, seconds = docker_client.run_streaming(command.argv, ctx.run_env, log_path, echo=echo, redact=ctx.redact)
     log_text = log_path.read_text("utf-8", errors="replace")
     if rc != 0:

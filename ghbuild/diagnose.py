@@ -44,6 +44,7 @@ from typing import Any
 
 from ghbuild import bounded
 from ghbuild.errors import DiagnosePathError
+from ghbuild.markdown import code, md
 
 DEFAULT_TOTAL_BUDGET = 25.0
 DEFAULT_PER_COMMAND = 5.0
@@ -119,10 +120,10 @@ class Diagnostics:
 
     def markdown(self) -> str:
         rows = [f"### Runner diagnostics ({self.seconds:.1f} s of {self.total_budget:g} s)", "",
-                f"Written to `{self.out_dir}`.", "", "| command | status | seconds | file |", "|---|---|---|---|"]
+                f"Written to {code(self.out_dir)}.", "", "| command | status | seconds | file |", "|---|---|---|---|"]
         for e in self.entries:
             status = e.status + (f" (exit {e.returncode})" if e.status == "failed" else "")
-            rows.append(f"| `{' '.join(e.argv)}` | {status} | {e.seconds:.2f} | {e.file or '-'} |")
+            rows.append(f"| {code(' '.join(e.argv))} | {md(status)} | {e.seconds:.2f} | {md(e.file or '-')} |")
         return "\n".join(rows) + "\n"
 
 

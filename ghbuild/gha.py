@@ -92,6 +92,23 @@ def annotate(level: str, message: str, **properties: Any) -> None:
 
 
 @contextlib.contextmanager
+def commands_off() -> Iterator[None]:
+    """Lines printed inside are never taken for workflow commands: a build's RUN steps print what they
+    like (`::error::`, `::add-mask::`...), and the code being built may be a fork's."""
+    if not in_actions():
+        yield
+        return
+    import secrets
+
+    token = secrets.token_hex(16)   # unguessable: the output inside cannot print it to resume commands
+    _command("stop-commands", {}, token)
+    try:
+        yield
+    finally:
+        print(f"::{token}::", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
 def group(title: str) -> Iterator[None]:
     """A foldable log group in Actions; a header line elsewhere."""
     if in_actions():

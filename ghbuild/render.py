@@ -1,9 +1,20 @@
-"""Human-readable renderings (terminal tables, Markdown for the job summary)."""
+"""Human-readable renderings (terminal tables, Markdown for the job summary).
+
+Everything interpolated into Markdown goes through ghbuild.markdown (`md`, `code`).
+"""
 
 from __future__ import annotations
 
+import re
+
 from ghbuild import planner
+from ghbuild.markdown import code, md
 from ghbuild.planner import Plan
+
+
+def _pie_label(value: object) -> str:
+    """A mermaid string has no escapes: keep what cannot end it or the diagram."""
+    return re.sub(r"[^A-Za-z0-9 ._/:-]", "_", str(value))[:64]
 
 
 def _yes(value: bool) -> str:
@@ -61,36 +72,40 @@ def _rate(rate) -> str:
     return f"{rate * 100:.1f} %" if isinstance(rate, (int, float)) else "-"
 
 
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def digests_summary(title: str, planned: list[dict], digests: dict[str, dict]) -> str:
     """The summary job's table: every planned job, with the ref it pushed or "not pushed"."""
-    lines = [f"### {title}", "", "| job | platform | pushed |", "|---|---|---|"]
+    lines = [f"### {md(title)}", "", "| job | platform | pushed |", "|---|---|---|"]
     ids = [job["id"] for job in planned] + [i for i in digests if i not in {job["id"] for job in planned}]
     platforms = {job["id"]: job.get("platform", "") for job in planned}
     for job_id in ids:
         record = digests.get(job_id)
-        pushed = f"`{record['ref']}`" if record and record.get("ref") else "not pushed"
-        lines.append(f"| {job_id} | {platforms.get(job_id) or (record or {}).get('platform', '')} | {pushed} |")
+        pushed = code(record["ref"]) if record and record.get("ref") else "not pushed"
+        lines.append(f"| {md(job_id)} | {md(platforms.get(job_id) or (record or {}).get('platform', ''))} | {pushed} |")
     return "\n".join(lines) + "\n"
 
 
 def ensure_base_summary(result) -> str:
     """Markdown for the job summary of `ensure-base`: found or built, where, and what the identity hashed."""
-    lines = [f"### ghbuild: base {result.image} ({result.arch})", "", "| | |", "|---|---|",
-             f"| identity | `{result.identity}` |"]
+    lines = [f"### ghbuild: base {md(result.image)} ({md(result.arch)})", "", "| | |", "|---|---|",
+             f"| identity | {code(result.identity)} |"]
     if result.dry_run:
-        lines.append(f"| outcome | dry run: {'would build and push ' + result.found_at if result.built else 'present'} |")
+        lines.append(f"| outcome | dry run: {'would build and push ' + md(result.found_at) if result.built else 'present'} |")
     else:
         lines.append(f"| outcome | {'built and pushed' if result.built else 'present: build skipped'} |")
-    lines.append(f"| ref | `{result.ref or '-'}` |")
-    lines.append(f"| looked up | {', '.join(f'`{r}`' for r in result.looked_up)} |")
+    lines.append(f"| ref | {code(result.ref or '-')} |")
+    lines.append(f"| looked up | {', '.join(code(r) for r in result.looked_up)} |")
     detail = result.identity_detail or {}
     if detail:
         lines += ["", "<details><summary>What the identity hashes</summary>", "",
-                  f"- version `{detail.get('version')}`, platform `{detail.get('platform')}`",
-                  f"- stages: {', '.join(detail.get('stages', []))}",
+                  f"- version {code(detail.get('version'))}, platform {code(detail.get('platform'))}",
+                  f"- stages: {', '.join(md(stage) for stage in detail.get('stages', []))}",
                   f"- {len(detail.get('inputs', []))} input files"]
-        lines += [f"- FROM `{ref}` = `{digest}`" for ref, digest in detail.get("bases", {}).items()]
-        lines += [f"- build arg `{k}`" for k in detail.get("build_args", {})]
+        lines += [f"- FROM {code(ref)} = {code(digest)}" for ref, digest in detail.get("bases", {}).items()]
+        lines += [f"- build arg {code(k)}" for k in detail.get("build_args", {})]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
@@ -99,52 +114,54 @@ def build_summary(report) -> str:
     """Markdown for the job summary: digest, caches, sccache per stage and language, layers, timings."""
     from ghbuild.options import format_size
 
-    lines = [f"### ghbuild: {report.image} ({report.arch})", ""]
+    lines = [f"### ghbuild: {md(report.image)} ({md(report.arch)})", ""]
     lines.append("| | |")
     lines.append("|---|---|")
-    lines.append(f"| image | `{report.ref or report.image_id or '-'}` |")
+    lines.append(f"| image | {code(report.ref or report.image_id or '-')} |")
     lines.append(f"| pushed | {'yes' if report.pushed else 'no'} |")
-    lines.append(f"| backend | {report.backend} |")
+    lines.append(f"| backend | {md(report.backend)} |")
     if report.size is not None:
         lines.append(f"| size | {format_size(report.size)} |")
     for key, value in report.timings.items():
         lines.append(f"| {key.replace('_', ' ')} | {value:.1f} s |")
     sc = report.sccache or {}
-    lines.append(f"| sccache | {sc.get('mode', '-')}: {sc.get('hits', 0)} hits, {sc.get('misses', 0)} misses "
+    lines.append(f"| sccache | {md(sc.get('mode', '-'))}: {md(sc.get('hits', 0))} hits, {md(sc.get('misses', 0))} misses "
                  f"({_rate(sc.get('hit_rate'))}) |")
     lines.append("")
     if report.cache_from or report.cache_to:
         lines += ["<details><summary>Layer caches</summary>", ""]
-        lines += [f"- from `{ref}`" for ref in report.cache_from]
-        lines += [f"- to `{ref}`" for ref in report.cache_to]
+        lines += [f"- from {code(ref)}" for ref in report.cache_from]
+        lines += [f"- to {code(ref)}" for ref in report.cache_to]
         lines += ["", "</details>", ""]
     if report.skipped or report.warnings:
         lines += ["**Not applied / warnings**", ""]
-        lines += [f"- {line}" for line in [*report.skipped, *report.warnings]]
+        lines += [f"- {md(line)}" for line in [*report.skipped, *report.warnings]]
         lines.append("")
     if sc.get("stages"):
         lines += ["#### sccache per stage", "", "| stage | mode | hits | misses | rate | by language | not cacheable | write errors |",
                   "|---|---|---|---|---|---|---|---|"]
         for name, st in sc["stages"].items():
-            langs = ", ".join(f"{lang} {n}/{n + st['misses_by_language'].get(lang, 0)}"
+            langs = ", ".join(f"{md(lang)} {md(n)}/{md(_count(n) + _count(st['misses_by_language'].get(lang, 0)))}"
                               for lang, n in st["hits_by_language"].items()) or "-"
             note = " (layer cache: not rebuilt)" if st.get("from_layer_cache") else ""
-            lines.append(f"| {name}{note} | {st['mode']} | {st['hits']} | {st['misses']} | {_rate(st['hit_rate'])} "
-                         f"| {langs} | {st['not_cacheable']} | {st['write_errors']} |")
+            lines.append(f"| {md(name)}{note} | {md(st['mode'])} | {md(st['hits'])} | {md(st['misses'])} "
+                         f"| {_rate(st['hit_rate'])} | {langs} | {md(st['not_cacheable'])} | {md(st['write_errors'])} |")
         lines.append("")
     if report.stages:
         lines += ["#### Stages", "", "| stage | steps | cached | seconds | own layers |", "|---|---|---|---|---|"]
         for name, st in report.stages.items():
             size = format_size(st["size"]) if "size" in st else "-"
-            lines.append(f"| {name} | {st.get('steps', '-')} | {st.get('cached', '-')} | {st.get('seconds', '-')} | {size} |")
+            lines.append(f"| {md(name)} | {md(st.get('steps', '-'))} | {md(st.get('cached', '-'))} "
+                         f"| {md(st.get('seconds', '-'))} | {size} |")
         lines.append("")
         sized = {name: st["size"] for name, st in report.stages.items() if st.get("size")}
         if sized:
-            lines += ["```mermaid", f"pie title Image size by stage ({report.image}, {report.arch})"]
-            lines += [f'    "{name}" : {round(size / 1e6, 2)}' for name, size in sized.items()]
+            lines += ["```mermaid", f"pie title Image size by stage ({_pie_label(report.image)}, {_pie_label(report.arch)})"]
+            lines += [f'    "{_pie_label(name)}" : {round(size / 1e6, 2)}' for name, size in sized.items()
+                      if isinstance(size, (int, float))]
             lines += ["```", ""]
     if report.budget_failures:
-        lines += ["**Over budget**", ""] + [f"- {f}" for f in report.budget_failures] + [""]
+        lines += ["**Over budget**", ""] + [f"- {md(f)}" for f in report.budget_failures] + [""]
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from ghbuild import bounded
 from ghbuild.errors import RunnerCheckError
+from ghbuild.markdown import md
 from ghbuild.options import format_size, parse_size
 
 # Containers started with container_flags() carry this label; leftovers with it are removed by --clean.
@@ -94,8 +95,8 @@ class Report:
         head = "passed" if self.ok else f"FAILED ({', '.join(c.name for c in self.failures)})"
         rows = ["### ROCm runner check: " + head, "", "| check | result | details |", "|---|---|---|"]
         for c in self.checks:
-            text = c.message + "".join(f"<br>warning: {w}" for w in c.warnings)
-            rows.append(f"| {c.name} | {'ok' if c.ok else '**FAIL**'} | {text.replace('|', '/')} |")
+            text = md(c.message) + "".join(f"<br>warning: {md(w)}" for w in c.warnings)
+            rows.append(f"| {md(c.name)} | {'ok' if c.ok else '**FAIL**'} | {text} |")
         return "\n".join(rows) + "\n"
 
 

@@ -204,3 +204,21 @@ def test_json_output_is_compact_json(tmp_path, monkeypatch):
     gha.set_output("list", ["a", "b"])
     assert json.loads(read_outputs(out)["list"]) == ["a", "b"]
     assert read_outputs(out)["list"] == '["a","b"]'
+
+
+def test_commands_off_brackets_untrusted_output_with_an_unguessable_token(in_actions, capsys):
+    with gha.commands_off():
+        print("::error::forged by a RUN step", file=__import__("sys").stderr)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("::stop-commands::") and lines[1] == "::error::forged by a RUN step"
+    token = lines[0].removeprefix("::stop-commands::")
+    assert len(token) == 32 and lines[2] == f"::{token}::"
+    with gha.commands_off():
+        pass
+    assert token not in capsys.readouterr().err       # a fresh token every time
+
+
+def test_commands_off_prints_nothing_outside_actions(capsys):
+    with gha.commands_off():
+        pass
+    assert capsys.readouterr().err == ""

@@ -163,3 +163,43 @@ def test_a_run_that_may_not_write_the_gha_cache_gets_no_gha_ref_at_all(project, 
         assert job["gha_scope"] is None
     trusted = json.loads(ghbuild(project, "plan", "--json", "--sha", SHA, *TRUSTED_PUSH).stdout)
     assert any(ref.startswith("type=gha") for job in trusted["jobs"] for ref in job["cache_from"])
+
+
+# --------------------------------------------------------------------------- job summaries
+
+HOSTILE = "x | <img src=x onerror=alert(1)> [click](https://evil.example) `code` **bold**\n## forged heading"
+
+
+def test_what_an_image_says_about_itself_is_escaped_in_the_job_summary():
+    """Stage names and modes come from stats files inside the built image: the built code writes them."""
+    from ghbuild import build, render
+
+    stage = {"mode": HOSTILE, "requested_mode": "read-write", "fallbacks": [], "hits": 1, "misses": 1,
+             "hit_rate": 0.5, "hits_by_language": {HOSTILE: 1}, "misses_by_language": {}, "not_cacheable": 0,
+             "not_cached_reasons": {}, "write_errors": 0, "read_errors": 0, "compile_requests": 2, "seconds": 1,
+             "from_layer_cache": False, "cache_location": None}
+    report = build.BuildReport(image="app", arch="amd64", platform="linux/amd64", backend="engine", target=None,
+                               command="docker build", ref="r/app@sha256:" + "a" * 64,
+                               warnings=[f"sccache in stage {HOSTILE}: fell back"],
+                               sccache={"mode": HOSTILE, "hits": 1, "misses": 1, "hit_rate": 0.5,
+                                        "stages": {HOSTILE: stage}},
+                               stages={HOSTILE: {"steps": 1, "cached": 0, "seconds": 1.0, "size": 5_000_000}})
+    summary = render.build_summary(report)
+    assert "<img" not in summary and "[click](" not in summary and "\n## forged" not in summary
+    assert "\\[click\\](https://evil.example)" in summary           # shown, as text
+    for line in summary.splitlines():
+        if line.startswith("| ") and not line.startswith("|---"):
+            cells = line.count("|") - line.count("\\|")
+            assert cells in (3, 6, 9), line          # no cell was split by a stage name's pipe
+        if line.startswith('    "'):                 # mermaid pie entries: nothing ends the label early
+            assert line.count('"') == 2, line
+
+
+def test_records_and_refs_are_escaped_in_the_digests_summary():
+    from ghbuild import render
+
+    text = render.digests_summary(HOSTILE, [{"id": HOSTILE, "platform": "linux/amd64"}],
+                                  {HOSTILE: {"ref": HOSTILE, "platform": "linux/amd64"}})
+    assert "<img" not in text and "\n## forged" not in text
+    row = [line for line in text.splitlines() if line.startswith("| x")][0]
+    assert row.count("|") - row.count("\\|") == 4 and "[click](" not in text
