@@ -129,6 +129,7 @@ class BuildContext:
     env: Mapping[str, str]          # the caller's environment
     run_env: Mapping[str, str]      # with the command's own variables
     redact: tuple[str, ...]
+    trusted: bool
 
 
 def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str]) -> BuildReport:
@@ -163,9 +164,13 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             report.sccache = {"mode": decision.mode, "reason": decision.reason, "hits": 0, "misses": 0,
                               "hit_rate": None, "stages": {}}
             return report
-        ctx = BuildContext(job, image, stages, settings, workdir, env, {**env, **command.env}, redact)
+        ctx = BuildContext(job, image, stages, settings, workdir, env, {**env, **command.env}, redact,
+                           plan.trust.trusted)
         build_started = time.time()
-        _build(report, ctx, client, options, command, echo=request.echo)
+        try:
+            _build(report, ctx, client, options, command, echo=request.echo)
+        finally:
+            _forget_untrusted_cache_mounts(report, plan, client, options, env)
         _push_image(report, ctx, client, command, push)
         report.sccache = summarize_sccache(decision, _read_stats(env, report.image_id), build_started)
         for name, stage in report.sccache["stages"].items():
@@ -276,7 +281,7 @@ def _settings(plan: Plan, options: Options, job: Job, client: docker_client.Dock
         extra_args["BASE_IMAGE"] = base_image
     return buildcmd.BuildSettings(
         backend=client.backend, docker=client.path, project_dir=options.project_dir,
-        builder=_builder_name(options) if client.backend == "buildx" else None,
+        builder=_builder_name(options, plan.trust.trusted) if client.backend == "buildx" else None,
         network=None if options.build.network == "default" else options.build.network,
         push=push, extra_build_args=extra_args,
         extra_labels={"org.opencontainers.image.created": _now_iso(),
@@ -295,8 +300,8 @@ def _build(report: BuildReport, ctx: BuildContext, client: docker_client.DockerC
                               env=dict(ctx.env)).returncode != 0:
                 raise EngineError(f"build.builder: buildx builder {builder!r} does not exist")
         else:
-            docker_client.ensure_builder(client, _builder_name(options), builder, options.build.builder_network,
-                                         ctx.env)
+            docker_client.ensure_builder(client, _builder_name(options, ctx.trusted), builder,
+                                         options.build.builder_network, ctx.env)
     log_path = ctx.workdir / "build.log"
     with gha.group(f"build {ctx.job.id} ({client.backend})"), gha.commands_off():
         rc, seconds = docker_client.run_streaming(command.argv, ctx.run_env, log_path, echo=echo, redact=ctx.redact)
@@ -332,11 +337,27 @@ def _push_image(report: BuildReport, ctx: BuildContext, client: docker_client.Do
         report.ref = f"{ctx.job.staging_repository}@{report.digest}"
 
 
-def _builder_name(options: Options) -> str:
+def _builder_name(options: Options, trusted: bool) -> str:
+    """The buildx builder: the configured one, else ghbuild's own, one per trust level, so an untrusted
+    build never fills cache mounts (`RUN --mount=type=cache`) that a trusted build later reads."""
     builder = options.build.builder
     if builder and "://" not in builder:
         return builder
-    return "ghbuild-remote" if builder else "ghbuild"
+    name = "ghbuild-remote" if builder else "ghbuild"
+    return name if trusted else f"{name}-untrusted"
+
+
+def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: docker_client.DockerClient,
+                                   options: Options, env: Mapping[str, str]) -> None:
+    """On a persistent (self-hosted) runner, an untrusted build's cache mounts are pruned after it: no cache
+    key covers their contents, and the next build on that builder (or, with the engine backend, the same
+    daemon) could be a trusted one. Hosted runners are thrown away after the job."""
+    if plan.trust.trusted or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
+        return
+    builder = _builder_name(options, trusted=False) if client.backend == "buildx" else None
+    failure = docker_client.prune_cache_mounts(client, builder, env)
+    report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"
+                           if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
 
 
 # Where an image built by ghbuild's Dockerfile contract keeps its per-stage stats: the final image

@@ -167,3 +167,15 @@ def image_files(env: Mapping[str, str], image_id: str, folder: str, suffix: str)
         return files
     finally:
         container.remove(force=True)
+
+
+def prune_cache_mounts(client: DockerClient, builder: str | None, env: Mapping[str, str]) -> str | None:
+    """Drop the builder's `RUN --mount=type=cache` contents (exec.cachemount records), which no cache key
+    covers. Returns why it failed, or None."""
+    argv = ([client.path, "buildx", "prune", "--builder", builder] if client.backend == "buildx" and builder
+            else [client.path, "builder", "prune"])
+    try:
+        proc = _run([*argv, "--force", "--filter", "type=exec.cachemount"], env, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["failed"])[-1]

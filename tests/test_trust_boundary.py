@@ -203,3 +203,46 @@ def test_records_and_refs_are_escaped_in_the_digests_summary():
     assert "<img" not in text and "\n## forged" not in text
     row = [line for line in text.splitlines() if line.startswith("| x")][0]
     assert row.count("|") - row.count("\\|") == 4 and "[click](" not in text
+
+
+# --------------------------------------------------------------------------- cache mounts on persistent runners
+
+FAKE_DOCKER = """#!/bin/sh
+echo "$*" >> "$FAKE_DOCKER_LOG"
+case "$*" in
+  "version --format {{.Client.Version}}") echo "$FAKE_DOCKER_VERSION" ;;
+  "version --format {{.Server.Version}}") echo 20.10.24 ;;
+  "buildx version") [ "$FAKE_BUILDX" = 1 ] || exit 1; echo "github.com/docker/buildx v0.17.0" ;;
+  "buildx inspect "*) exit 1 ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("buildx", [True, False], ids=["buildx", "engine"])
+@pytest.mark.parametrize("context, runner, trusted, pruned", [
+    (TRUSTED_PUSH, "self-hosted", True, False),
+    (BRANCH_PUSH, "self-hosted", False, True),
+    (SAME_REPO_PR, "self-hosted", False, True),
+    (BRANCH_PUSH, "github-hosted", False, False),
+], ids=["trusted", "branch", "same-repo PR", "hosted"])
+def test_untrusted_builds_never_leave_cache_mounts_for_trusted_ones(project, tmp_path, buildx, context, runner,
+                                                                     trusted, pruned):
+    fake = tmp_path / "docker"
+    fake.write_text(FAKE_DOCKER)
+    fake.chmod(0o755)
+    log = tmp_path / "docker.log"
+    env = {"GHBUILD_DOCKER_CLI": str(fake), "FAKE_DOCKER_LOG": str(log), "FAKE_BUILDX": "1" if buildx else "0",
+           "FAKE_DOCKER_VERSION": "27.3.1" if buildx else "20.10.24", "RUNNER_ENVIRONMENT": runner,
+           "GHBUILD_SCCACHE_ENABLED": "false"}
+    proc = ghbuild(project, "build", "--image", "app", "--arch", "amd64", "--sha", SHA, *context, env=env)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines()
+    if buildx:
+        builder = "ghbuild" if trusted else "ghbuild-untrusted"
+        assert any(c.startswith(f"buildx create --name {builder} ") for c in calls), calls
+        assert any(c.startswith("buildx build") and f"--builder {builder}" in c for c in calls), calls
+        prune = f"buildx prune --builder {builder} --force --filter type=exec.cachemount"
+    else:
+        prune = "builder prune --force --filter type=exec.cachemount"
+    assert (prune in calls) is pruned, calls
