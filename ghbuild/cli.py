@@ -139,22 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--config", metavar="PATH", help="config file")
     n.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
                                                           "not content-addressed)")
-    n.add_argument("--sha", help="commit whose staging images to publish (default: GITHUB_SHA, else git HEAD)")
-    n.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names "
-                                                              "(default: GITHUB_REPOSITORY)")
     n.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     n.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
+    _context_flags(n)
 
     r = pub.add_parser("release", help="v<version>, per-arch tags and latest, plus the GitHub release")
     r.add_argument("--version", required=True, help="release version (PEP 440), e.g. 0.7.0 or 0.7.0rc1")
     r.add_argument("--config", metavar="PATH", help="config file")
     r.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
                                                           "not content-addressed)")
-    r.add_argument("--sha", help="commit whose staging images to promote (default: GITHUB_SHA, else git HEAD)")
-    r.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names")
     r.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     r.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     r.add_argument("--no-github-release", action="store_true", help="do not create the GitHub release")
+    _context_flags(r)
 
     p = sub.add_parser("prune", help="retention of nightly-* tags (Docker Hub, GHCR, plain registries); "
                                      "a dry run unless --apply")
@@ -163,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "not content-addressed)")
     p.add_argument("--keep", type=int, metavar="N", help="nightly commits to keep (default: publish.retention)")
     p.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
-    p.add_argument("--repository", metavar="OWNER/NAME", help="for {owner} in repository names")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _context_flags(p)
 
     p = sub.add_parser("digests", help="collect the records of `build --record` into one JSON (the workflow's "
                                        "'digests' output) and a job summary of every planned job")
@@ -304,6 +301,18 @@ def _owner(args: argparse.Namespace) -> str:
     return (args.repository or os.environ.get("GITHUB_REPOSITORY") or "").split("/")[0]
 
 
+def _require_trusted_run(args: argparse.Namespace, options, what: str):
+    """The GitHub context of a run that writes published tags or deletes them; refused unless trusted."""
+    from ghbuild import context, planner
+    from ghbuild.errors import TrustError
+
+    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    refusal = planner.publishing_refusal(ctx, options)
+    if refusal:
+        raise TrustError(f"{what}: {refusal}")
+    return ctx
+
+
 def _registries():
     from ghbuild import registry
 
@@ -413,15 +422,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from ghbuild.context import _git
 
     options = _options(args)
-    sha = (args.sha or os.environ.get("GITHUB_SHA") or _git(["rev-parse", "HEAD"], Path.cwd()) or "").lower()
+    kind = args.publish_command
+    if args.dry_run:   # writes nothing: any run, or a laptop, may look
+        sha = (args.sha or os.environ.get("GITHUB_SHA") or _git(["rev-parse", "HEAD"], Path.cwd()) or "").lower()
+        owner = _owner(args)
+    else:
+        ctx = _require_trusted_run(args, options, f"publish {kind}")
+        sha, owner = (args.sha or ctx.sha).lower(), ctx.repository.split("/")[0]
     if not sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
-    release = args.publish_command == "release"
-    outcome = publish.run(options, args.publish_command, _published_images(args, options, f"publish {args.publish_command}"),
-                          sha=sha, owner=_owner(args), env=os.environ, version=args.version if release else None,
-                          dry_run=args.dry_run, github_release=not (release and args.no_github_release),
-                          factory=None, log=_indented, say=_log, warn=lambda m: gha.annotate("warning", m),
-                          group=gha.group)
+    outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha, owner=owner,
+                          env=os.environ, version=args.version if kind == "release" else None,
+                          dry_run=args.dry_run, github_release=not (kind == "release" and args.no_github_release),
+                          log=_indented, say=_log, warn=lambda m: gha.annotate("warning", m), group=gha.group)
     if not args.dry_run:
         for result in outcome.results:
             gha.set_output(f"{result.image}-index-digest", result.index_digest or "")
@@ -436,6 +449,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if args.keep is not None and args.keep < 1:
         raise UsageError(f"--keep {args.keep}: keep at least 1")
     options = _options(args)
+    if args.apply:
+        _require_trusted_run(args, options, "prune --apply")
     results = []
     for image in _published_images(args, options, "prune"):
         with gha.group(f"prune {image}{'' if args.apply else ' (dry run)'}"):

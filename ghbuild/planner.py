@@ -325,6 +325,21 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
     )
 
 
+PUBLISHING_EVENTS = ("push", "schedule", "workflow_dispatch")
+
+
+def publishing_refusal(ctx: GitHubContext, options: Options) -> str | None:
+    """Why this run may not move published tags or delete them (None: it may). Only a trusted push,
+    schedule or dispatch on the stable branch of the canonical repository publishes."""
+    if ctx.event not in PUBLISHING_EVENTS:
+        return (f"a {ctx.event} run never publishes (only {', '.join(PUBLISHING_EVENTS)} on the stable branch "
+                "of the canonical repository)")
+    trust, _ = decide_trust(ctx, options)
+    if not trust.trusted:
+        return f"not a trusted run: {trust.reason}"
+    return None
+
+
 def base_refs(plan: Plan, job: Job, identity: str) -> BaseRefs:
     """The canonical `<prefix>-<identity>` first, then this scope's own ref; only a trusted
     run writes the canonical one. An untrusted run writes `<scope>-<prefix>-<identity>` in its own

@@ -246,3 +246,44 @@ def test_untrusted_builds_never_leave_cache_mounts_for_trusted_ones(project, tmp
     else:
         prune = "builder prune --force --filter type=exec.cachemount"
     assert (prune in calls) is pruned, calls
+
+
+# --------------------------------------------------------------------------- publishing and retention
+
+PUBLISH_CONFIG = CONFIG.replace('staging = "ghcr.io/{owner}/ci-{image}"',
+                                'staging = "127.0.0.1:9/{owner}/ci-{image}"\npublish = "127.0.0.1:9/{owner}/{image}"')
+UNTRUSTED_RUNS = {
+    "branch push": BRANCH_PUSH,
+    "same-repository PR": SAME_REPO_PR,
+    "fork PR": ["--event", "pull_request", "--repository", "org/project", "--pr", "8", "--base", "main",
+                "--head-ref", "main", "--head-repo", "someone/project", "--default-branch", "main"],
+    "tag push": ["--event", "push", "--repository", "org/project", "--ref", "refs/tags/v1", "--default-branch", "main"],
+    "merge queue": ["--event", "merge_group", "--repository", "org/project", "--base", "main",
+                    "--ref", "refs/heads/gh-readonly-queue/main/pr-1-" + "a" * 40, "--default-branch", "main"],
+    "unprotected self-named stable branch": ["--event", "push", "--repository", "org/project", "--ref", "feature",
+                                             "--default-branch", "main", "--ref-protected", "false"],
+    "another repository": ["--event", "push", "--repository", "someone/project", "--ref", "main",
+                           "--default-branch", "main"],
+}
+
+
+@pytest.mark.parametrize("command", [["publish", "nightly"], ["publish", "release", "--version", "1.0.0"],
+                                     ["prune", "--apply"]], ids=["nightly", "release", "prune"])
+@pytest.mark.parametrize("run", list(UNTRUSTED_RUNS))
+def test_publishing_and_deleting_tags_is_refused_outside_a_trusted_run(project, run, command):
+    (project / "ghbuild.toml").write_text(PUBLISH_CONFIG.replace("[registries]", '[trust]\ncanonical-repository = '
+                                                                 '"org/project"\nstable-branch = "feature"\n\n'
+                                                                 "[registries]"), "utf-8")
+    proc = ghbuild(project, *command, "--sha", SHA, *UNTRUSTED_RUNS[run])
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr.startswith(f"ghbuild: refused: {' '.join(command[:2]) if command[0] == 'publish' else 'prune --apply'}: ")
+    assert "127.0.0.1:9" not in proc.stderr          # refused before any registry was asked
+
+
+def test_a_trusted_run_and_dry_runs_get_past_the_trust_check(project):
+    (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
+    trusted = ghbuild(project, "publish", "nightly", "--sha", SHA, *TRUSTED_PUSH,
+                      env={"GHBUILD_REGISTRIES_STAGING": "127.0.0.1:9/org/ci-{image}"})
+    assert trusted.returncode == 12 and "127.0.0.1:9" in trusted.stderr      # it went on to the registry
+    dry = ghbuild(project, "prune", "--sha", SHA, *BRANCH_PUSH)
+    assert dry.returncode != 6, dry.stderr
