@@ -43,7 +43,7 @@ def retry_after_seconds(value: str | None, clock: Callable[[], float] = time.tim
 
 def is_loopback(target: str) -> bool:
     """Whether a host (`127.0.0.1`, `localhost:5000`, `[::1]:5000`, `::1`) or a URL
-    (`http://localhost:8080/v2/`) names this machine."""
+    (`http://localhost:8080/v2/`) names this machine: `localhost` or a loopback address."""
     target = (target or "").strip()
     if "://" in target:
         from urllib.parse import urlsplit
@@ -56,7 +56,14 @@ def is_loopback(target: str) -> bool:
     else:
         name = target.rsplit(":", 1)[0]
     name = name.lower()
-    return name in ("localhost", "::1") or name.startswith("127.")
+    if name == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(name).is_loopback   # 127.0.0.0/8, ::1
+    except ValueError:
+        return False   # another name, even one that starts with "127."
 
 
 def new_session(target: str):
