@@ -76,8 +76,6 @@ def run(options, image: str, keep: int | None = None, apply: bool = False,
     host, path = naming.split_repository(repository)
     nightly, suffixes = options.publish.nightly_tag, tuple(options.publish.arch_suffixes.values())
     clients: dict[str, Any] = {"sleep": sleep, "log": log, "session": session}
-    if pace is not None:
-        clients["pace"] = pace
 
     backend: Backend
     if host in naming.DOCKER_HUB_HOSTS:
@@ -98,8 +96,7 @@ def run(options, image: str, keep: int | None = None, apply: bool = False,
 
             registry_factory = client_factory(env, log)
         api = None
-        backend = OciBackend(registry_factory(host), repository, path, nightly_pattern(nightly, suffixes),
-                             **({} if pace is None else {"pace": pace}))
+        backend = OciBackend(registry_factory(host), repository, path, nightly_pattern(nightly, suffixes))
     result = PruneResult(image, repository, backend.name, api, not apply, keep)
     return prune(backend, result, nightly, suffixes, apply=apply, log=log, sleep=sleep,
                  pace=backend.pace if pace is None else pace)
