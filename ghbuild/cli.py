@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ghbuild import __version__, gha
-from ghbuild.errors import GhbuildError, PruneError, RunnerCheckError, UsageError, help_epilog
+from ghbuild.errors import GhbuildError, RunnerCheckError, UsageError, help_epilog
 
 
 class _Parser(argparse.ArgumentParser):
@@ -444,26 +444,18 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from ghbuild import prune
+    from ghbuild import retention
 
     if args.keep is not None and args.keep < 1:
         raise UsageError(f"--keep {args.keep}: keep at least 1")
     options = _options(args)
     if args.apply:
         _require_trusted_run(args, options, "prune --apply")
-    results = []
-    for image in _published_images(args, options, "prune"):
-        with gha.group(f"prune {image}{'' if args.apply else ' (dry run)'}"):
-            result = prune.run_prune(options, image, keep=args.keep, apply=args.apply, owner=_owner(args) or None)
-        results.append(result)
-        print(prune.render(result), file=sys.stderr)
+    results = retention.prune_images(options, _published_images(args, options, "prune"), keep=args.keep,
+                                     apply=args.apply, owner=_owner(args) or None, say=_log, group=gha.group)
     if args.json:
-        print(json.dumps(results, indent=2, default=str))
-    failed = [r for r in results if not r.get("ok")]
-    if failed:
-        # Delete failures are collected, not raised, so the run can report all of them: fail here.
-        raise PruneError(f"prune: {len(failed)} image(s) had errors: "
-                         + "; ".join(str(e.get("error")) for r in failed for e in r.get("errors", [])[:3]))
+        print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
+    retention.raise_for_failures(results)
     return 0
 
 

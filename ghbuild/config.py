@@ -439,6 +439,7 @@ def _check_paths(images: dict[str, ImageOptions], project: Path, where: _Where) 
     """Every configured path stays inside the repository: a branch's config must not send the runner's
     home (a docker login's config.json, say) into a build context, or build from a file outside."""
     root = repository_root(project)
+    kind = "git repository" if (root / ".git").exists() else "project folder"
     for name, image in images.items():
         checks = [("dockerfile", image.dockerfile), ("context", image.context)]
         checks += [(f"identity.inputs[{i}]", pattern)
@@ -447,7 +448,7 @@ def _check_paths(images: dict[str, ImageOptions], project: Path, where: _Where) 
             # A glob is checked by its literal part: what it can match lies below that.
             why = _inside(root, project.resolve(), re.sub(r"[*?\[].*", "x", value))
             if why:
-                raise ConfigError(f"{where(f'images.{name}.{key}')}: {value!r} is outside the repository "
+                raise ConfigError(f"{where(f'images.{name}.{key}')}: {value!r} is outside the {kind} "
                                   f"({why}; paths are relative to the config file's folder and stay inside "
                                   f"{root})")
 

@@ -19,8 +19,6 @@ tell "confirmed missing" (404: None) from "failed" (network, 429, 5xx: retried, 
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import email.utils
 import hashlib
 import json
 import re
@@ -36,6 +34,7 @@ import urllib3
 from ghbuild import __version__
 from ghbuild.credentials import Credentials
 from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
+from ghbuild.http_retry import is_loopback, new_session, retry_after_seconds
 from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
 
 # --------------------------------------------------------------------------- media types
@@ -233,25 +232,6 @@ def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After is delay-seconds or an HTTP-date (RFC 9110 10.2.3); None when absent or unreadable."""
-    value = str(value or "").strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
-
-
-def _is_loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-    return name in ("localhost", "[::1]") or name.startswith("127.")
-
-
 def normalize_repo(host: str, repo: str) -> str:
     """Docker Hub puts single-component names under library/."""
     if host in DOCKER_HUB_HOSTS and "/" not in repo:
@@ -272,11 +252,8 @@ class Registry:
         if host in DOCKER_HUB_HOSTS:
             host = DOCKER_HUB_REGISTRY
         self.host = host
-        loop = _is_loopback(host)
-        self.scheme = "http" if (loop if insecure is None else insecure) else "https"
-        self.session = requests.Session()
-        if loop:
-            self.session.trust_env = False  # never send loopback traffic through a proxy
+        self.scheme = "http" if (is_loopback(host) if insecure is None else insecure) else "https"
+        self.session = new_session(host)  # never sends loopback traffic through a proxy
         self.session.headers["User-Agent"] = f"ghbuild/{__version__}"
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.verify, self.timeout = verify, timeout
@@ -353,7 +330,7 @@ class Registry:
                 if attempt == self.attempts:
                     break
                 wait = self.delay
-                ra = _retry_after_seconds(getattr(exc, "retry_after", None))
+                ra = retry_after_seconds(getattr(exc, "retry_after", None))
                 if ra is not None:
                     wait = max(wait, min(ra, 120.0))
                 self.log(f"retry {attempt}/{self.attempts - 1} in {wait:g}s: {what}: {exc}")

@@ -106,7 +106,7 @@ def test_paths_that_lead_out_of_the_repository_are_refused(project, key, value, 
     assert proc.returncode == 3, proc.stderr
     line = proc.stderr.strip()
     assert "\n" not in line and "Traceback" not in line
-    assert f"images.app.{key}" in line and "outside the repository" in line and why in line
+    assert f"images.app.{key}" in line and "outside the git repository" in line and why in line
 
 
 def test_a_path_override_from_the_environment_is_refused_naming_the_variable(project):

@@ -1,8 +1,9 @@
-"""`ghbuild prune` (ghbuild/prune.py): retention of nightly tags, against the Docker Hub and GitHub fakes.
+"""`ghbuild prune` (ghbuild.retention): retention of nightly tags, against the Docker Hub and GitHub fakes.
 
 Each test that talks to a backend starts its own throwaway distribution registry (`docker-registry`, as in
 tests/test_fakes.py) and the fake in front of it; images and indexes are pushed with plain HTTP calls, no
-engine. `sleep` is injected everywhere: waits are recorded, never slept.
+engine. `sleep` is injected everywhere: waits are recorded, never slept. The pure planner is tested in
+tests/test_retention_plan.py, the delete loop in tests/test_retention_loop.py.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import pytest
 from fakes.registry_server import running_registry
 from fakes import dockerhub
 from fakes import github as ghfake
-from fakes.dockerhub import MT_OCI_INDEX, MT_OCI_MANIFEST, RegistryClient, sha256_digest
-from ghbuild import prune
+from fakes.dockerhub import MT_OCI_MANIFEST, RegistryClient, sha256_digest
+from ghbuild import retention
+from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.options import ImageOptions, Options, PublishOptions
-from ghbuild.prune import PruneError, TagInfo, plan_prune
+from ghbuild.retention.dockerhub import DockerHubClient
 from ghbuild.registry import Registry
 
 HUB_USER, HUB_SECRET = "ghbuild", "dckr_pat_test-secret-0123456789"
@@ -38,6 +40,11 @@ def options(publish: str, retention: int = 14) -> Options:
                          publish=publish)
     return Options(config_path=Path("/nonexistent/ghbuild.toml"), images={"app": image},
                    publish=PublishOptions(retention=retention))
+
+
+def run_prune(*args, **kwargs) -> dict:
+    """ghbuild.retention.run, as the JSON object `ghbuild prune --json` prints."""
+    return retention.run(*args, **kwargs).to_dict()
 
 
 class Waits(list):
@@ -95,64 +102,6 @@ def move_tags(reg: RegistryClient, repo: str, amd: dict, arm: dict, index: dict)
     reg.tag(repo, arm["digest"], "nightly-arm64")
 
 
-# --------------------------------------------------------------------------- the plan (pure)
-
-
-def test_plan_groups_per_commit_tags_and_never_touches_moving_tags():
-    t = lambda h: BASE + timedelta(hours=h)  # noqa: E731
-    tags = [
-        TagInfo("nightly", "sha256:i3", t(9), ("sha256:a3", "sha256:b3")),
-        TagInfo("nightly-x86_64", "sha256:a3", t(9)),
-        TagInfo("nightly-arm64", "sha256:b3", t(9)),
-        TagInfo(f"nightly-{sha(3)}", "sha256:i3", t(3), ("sha256:a3", "sha256:b3")),
-        TagInfo(f"nightly-{sha(2)}", "sha256:i2", t(2), ("sha256:a2", "sha256:b2")),
-        TagInfo(f"nightly-{sha(2)}-x86_64", "sha256:a2", t(2)),
-        TagInfo(f"nightly-{sha(1)}", "sha256:i1", t(1), ("sha256:a1", "sha256:b1")),
-        TagInfo(f"nightly-{sha(1)}-arm64", "sha256:b1", t(1)),
-        TagInfo(f"nightly-{sha(0)}-x86_64", "sha256:a3", t(0)),   # an old per-arch tag on a kept child
-        TagInfo(f"nightly-{sha(4)}", None, None),                  # no push time: kept
-        TagInfo(f"nightly-{sha(5)}-amd64", "sha256:x", t(0)),      # not a configured suffix: not a candidate
-        TagInfo("v1.0.0", "sha256:b1", t(0)),                      # a release tag protects its digest
-        TagInfo("latest", "sha256:r", t(0)),
-    ]
-    plan = plan_prune(tags, keep=2)
-    kinds = {d.tag: d.kind for d in plan.keep + plan.delete}
-    assert plan.kept_commits == [sha(3), sha(2)]                    # per-arch tags count with their commit
-    assert kinds[f"nightly-{sha(2)}-x86_64"] == "newest"
-    assert {d.tag for d in plan.delete} == {f"nightly-{sha(1)}"}
-    assert kinds[f"nightly-{sha(1)}-arm64"] == "referenced"         # v1.0.0 is on the same digest
-    assert kinds[f"nightly-{sha(0)}-x86_64"] == "referenced"        # a child of the kept nightly-<sha3>
-    assert kinds[f"nightly-{sha(4)}"] == "no-time"
-    assert kinds[f"nightly-{sha(5)}-amd64"] == kinds["latest"] == "other"
-    assert {kinds[m] for m in ("nightly", "nightly-x86_64", "nightly-arm64")} == {"moving"}
-    assert "child of" in plan.protected["sha256:a3"] or plan.protected["sha256:a3"].startswith("tag ")
-
-    # Moving tags are never candidates, whatever keep says; keep must be >= 1.
-    only_moving = plan_prune(tags[:3], keep=1)
-    assert only_moving.delete == [] and len(only_moving.keep) == 3
-    for bad in (0, -1, True, "3"):
-        with pytest.raises(PruneError):
-            plan_prune(tags, keep=bad)
-    # Another nightly tag name and suffixes from the config.
-    custom = plan_prune([TagInfo(f"edge-{sha(i)}-amd", f"sha256:{i}", BASE + timedelta(hours=i)) for i in range(3)],
-                        keep=1, nightly_tag="edge", arch_suffixes=("amd", "arm"))
-    assert [d.tag for d in custom.delete] == [f"edge-{sha(0)}-amd", f"edge-{sha(1)}-amd"]
-
-
-def test_parse_time_and_hub_tag_objects():
-    assert prune.parse_time("2024-04-29T18:36:09.683545Z") == datetime(2024, 4, 29, 18, 36, 9, 683545, timezone.utc)
-    assert prune.parse_time("2024-05-01T12:00:00.123456789Z").microsecond == 123456   # BuildKit nanoseconds
-    assert prune.parse_time("2025-01-01T00:00:00+02:00") == datetime(2024, 12, 31, 22, tzinfo=timezone.utc)
-    assert prune.parse_time(None) is None and prune.parse_time("yesterday") is None
-    info = prune.hub_tag_info({"name": "nightly", "digest": "sha256:i", "media_type": MT_OCI_INDEX,
-                               "tag_last_pushed": None, "last_updated": "2025-01-01T00:00:00.000000Z",
-                               "images": [{"digest": "sha256:a"}, {"digest": "sha256:b"}]})
-    assert info == TagInfo("nightly", "sha256:i", BASE, ("sha256:a", "sha256:b"))
-    old = prune.hub_tag_info({"name": "x", "images": [{"digest": "sha256:a"}],
-                              "tag_last_pushed": "2025-01-02T00:00:00Z", "last_updated": "2025-01-03T00:00:00Z"})
-    assert old == TagInfo("x", "sha256:a", BASE + timedelta(days=1), ())
-
-
 # --------------------------------------------------------------------------- Docker Hub
 
 
@@ -168,8 +117,8 @@ def test_hub_keeps_newest_14_of_30_over_every_page(hub, reg):
     hub.clear_requests()
     waits, logs = Waits(), []
 
-    result = prune.run_prune(options("docker.io/acme/{image}"), "app", apply=True, env=hub_env(hub),
-                             sleep=waits, log=logs.append, owner="acme")
+    result = run_prune(options("docker.io/acme/{image}"), "app", apply=True, env=hub_env(hub),
+                       sleep=waits, log=logs.append, owner="acme")
 
     assert result["ok"] and result["backend"] == "dockerhub" and not result["dry_run"] and result["keep"] == 14
     listing = [r for r in hub.requests if r.method == "GET"]
@@ -201,8 +150,8 @@ def test_hub_never_deletes_moving_tags_or_what_a_kept_tag_refers_to(hub, reg):
     hub.clear_requests()
 
     # Dry run: reports, deletes nothing.
-    dry = prune.run_prune(options("docker.io/acme/ref"), "app", keep=1, env=hub_env(hub), sleep=Waits(),
-                          log=lambda m: None)
+    dry = run_prune(options("docker.io/acme/ref"), "app", keep=1, env=hub_env(hub), sleep=Waits(),
+                    log=lambda m: None)
     assert dry["dry_run"] and dry["deleted"] == [] and dry["ok"]
     assert sorted(e["tags"][0] for e in dry["would_delete"]) == sorted([f"nightly-{sha('a')}",
                                                                        f"nightly-{sha('a')}-arm64"])
@@ -213,8 +162,8 @@ def test_hub_never_deletes_moving_tags_or_what_a_kept_tag_refers_to(hub, reg):
     assert sorted(reg.tags("acme/ref")) == before
     assert not [r for r in hub.requests if r.method == "DELETE"]
 
-    result = prune.run_prune(options("docker.io/acme/ref"), "app", keep=1, apply=True, env=hub_env(hub),
-                             sleep=Waits(), log=lambda m: None)
+    result = run_prune(options("docker.io/acme/ref"), "app", keep=1, apply=True, env=hub_env(hub),
+                       sleep=Waits(), log=lambda m: None)
     assert result["ok"] and len(result["deleted"]) == 2
     assert sorted(reg.tags("acme/ref")) == sorted(["nightly", "nightly-x86_64", "nightly-arm64", f"nightly-{sha('c')}",
                                                    f"nightly-{sha('b')}", f"nightly-{sha('a')}-x86_64"])
@@ -230,12 +179,12 @@ def test_hub_missing_token_fails_before_any_request(hub, reg):
                 {"GHBUILD_DOCKERHUB_API": hub.url, "DOCKERHUB_USERNAME": HUB_USER},
                 {"GHBUILD_DOCKERHUB_API": hub.url, "DOCKERHUB_TOKEN": HUB_SECRET, "DOCKERHUB_USERNAME": ""}):
         with pytest.raises(PruneError) as exc:
-            prune.run_prune(options("docker.io/acme/app"), "app", apply=True, env=env, sleep=Waits(), log=lambda m: None)
+            run_prune(options("docker.io/acme/app"), "app", apply=True, env=env, sleep=Waits(), log=lambda m: None)
         assert "DOCKERHUB_" in str(exc.value) and exc.value.exit_code == 14 and exc.value.kind == "prune error"
     with pytest.raises(PruneError):
-        prune.DockerHubClient(hub.url, HUB_USER, None)
+        DockerHubClient(hub.url, HUB_USER, None)
     with pytest.raises(PruneError):
-        prune.DockerHubClient(hub.url, None, HUB_SECRET)
+        DockerHubClient(hub.url, None, HUB_SECRET)
     assert hub.requests == []
 
 
@@ -245,8 +194,8 @@ def test_hub_rejected_token_fails_without_showing_it(hub, reg):
     hub.set_pushed("acme", "app", f"nightly-{sha(1)}", BASE)
     wrong = "dckr_pat_WRONG-do-not-print-9876"
     with pytest.raises(PruneError) as exc:
-        prune.run_prune(options("docker.io/acme/app"), "app", keep=1, apply=True,
-                        env=hub_env(hub, DOCKERHUB_TOKEN=wrong), sleep=Waits(), log=lambda m: None)
+        run_prune(options("docker.io/acme/app"), "app", keep=1, apply=True,
+                  env=hub_env(hub, DOCKERHUB_TOKEN=wrong), sleep=Waits(), log=lambda m: None)
     message = str(exc.value)
     assert "Docker Hub" in message and HUB_USER in message and "401" in message
     assert wrong not in message
@@ -264,8 +213,8 @@ def test_hub_429_retry_after_is_honoured_and_deletes_are_paced(hub, reg):
     hub.fail_next(rf"/tags/nightly-{commits[2]}/$", 500, method="DELETE")
     hub.clear_requests()
     waits = Waits()
-    result = prune.run_prune(options("docker.io/acme/app"), "app", keep=1, apply=True, env=hub_env(hub),
-                             sleep=waits, log=lambda m: None, pace=0.5)
+    result = run_prune(options("docker.io/acme/app"), "app", keep=1, apply=True, env=hub_env(hub),
+                       sleep=waits, log=lambda m: None, pace=0.5)
     assert result["ok"], result["errors"]
     assert [e["tags"][0] for e in result["deleted"]] == [f"nightly-{c}" for c in commits[:3]]
     assert waits == [0.5, 7.0, 0.5, 1.0]        # pace, Retry-After, pace, backoff after the 500
@@ -279,15 +228,15 @@ def test_hub_client_caps_retry_after_and_gives_up(hub, reg):
     push_commit(reg, "acme/cap", sha("x"))
     push_commit(reg, "acme/cap", sha("y"))
     waits = Waits()
-    client = prune.DockerHubClient(hub.url, HUB_USER, HUB_SECRET, sleep=waits, pace=0.25, max_wait=30,
-                                   log=lambda m: None)
+    client = DockerHubClient(hub.url, HUB_USER, HUB_SECRET, sleep=waits, pace=0.25, max_wait=30,
+                             log=lambda m: None)
     client.login()
     hub.fail_next(r"/tags/", 429, {"Retry-After": "1000"}, method="DELETE")
     assert client.delete_tag("acme", "cap", f"nightly-{sha('x')}") is True
     assert waits == [30]
     assert client.delete_tag("acme", "cap", "no-such-tag") is False           # 404: already gone
     hub.fail_next(r"/tags/", 429, {"Retry-After": "1"}, method="DELETE", count=50)
-    with pytest.raises(prune.PruneAbort):
+    with pytest.raises(PruneAbort):
         client.delete_tag("acme", "cap", f"nightly-{sha('y')}")
     hub.clear_faults()
     assert f"nightly-{sha('y')}" in reg.tags("acme/cap")
@@ -302,8 +251,8 @@ def test_hub_incomplete_listing_is_an_error(hub, reg):
     hub.page_size_max = 1
     hub.fail_next(r"page=2", 502, count=10)
     with pytest.raises(PruneError) as exc:
-        prune.run_prune(options("docker.io/acme/app"), "app", keep=1, apply=True, env=hub_env(hub),
-                        sleep=Waits(), log=lambda m: None)
+        run_prune(options("docker.io/acme/app"), "app", keep=1, apply=True, env=hub_env(hub),
+                  sleep=Waits(), log=lambda m: None)
     assert "partial list" in str(exc.value)
     assert not [r for r in hub.requests if r.method == "DELETE"] and len(reg.tags("acme/app")) == 3
 
@@ -330,8 +279,8 @@ def test_ghcr_deletes_old_indexes_with_their_children_and_keeps_kept_children(gh
     factory = lambda host: Registry(local, log=lambda m: None)  # noqa: E731 - ghcr.io -> the fake's registry
     env = {"GITHUB_TOKEN": GH_TOKEN, "GITHUB_API_URL": gh.url}
 
-    dry = prune.run_prune(options("ghcr.io/{owner}/app"), "app", keep=2, env=env, owner="Acme",
-                          registry_factory=factory, sleep=Waits(), log=lambda m: None)
+    dry = run_prune(options("ghcr.io/{owner}/app"), "app", keep=2, env=env, owner="Acme",
+                    registry_factory=factory, sleep=Waits(), log=lambda m: None)
     assert dry["backend"] == "ghcr" and dry["repository"] == "ghcr.io/acme/app" and dry["ok"]
     would = {e["digest"]: e for e in dry["would_delete"]}
     assert set(would) == {z[2]["digest"], z[0]["digest"], z[1]["digest"], a[2]["digest"], a[1]["digest"]}
@@ -345,8 +294,8 @@ def test_ghcr_deletes_old_indexes_with_their_children_and_keeps_kept_children(gh
 
     gh.secondary_rate_limit_next(r"/versions/\d+$", retry_after=3, method="DELETE")
     waits = Waits()
-    result = prune.run_prune(options("ghcr.io/acme/app"), "app", keep=2, apply=True, env=env,
-                             registry_factory=factory, sleep=waits, log=lambda m: None)
+    result = run_prune(options("ghcr.io/acme/app"), "app", keep=2, apply=True, env=env,
+                       registry_factory=factory, sleep=waits, log=lambda m: None)
     assert result["ok"], result["errors"]
     assert {e["digest"] for e in result["deleted"]} == set(would)
     assert waits == [3, 1.0, 1.0, 1.0, 1.0]     # the secondary rate limit, then 1 s between deletes
@@ -361,14 +310,14 @@ def test_ghcr_deletes_old_indexes_with_their_children_and_keeps_kept_children(gh
 def test_ghcr_missing_or_rejected_token(gh, reg):
     push_commit(reg, "acme/app", sha(1))
     with pytest.raises(PruneError) as exc:
-        prune.run_prune(options("ghcr.io/acme/app"), "app", env={"GITHUB_API_URL": gh.url}, sleep=Waits(),
-                        log=lambda m: None)
+        run_prune(options("ghcr.io/acme/app"), "app", env={"GITHUB_API_URL": gh.url}, sleep=Waits(),
+                  log=lambda m: None)
     assert "GITHUB_TOKEN" in str(exc.value)
     assert gh.requests == []
     wrong = "ghs_WRONG-do-not-print"
     with pytest.raises(PruneError) as exc:
-        prune.run_prune(options("ghcr.io/acme/app"), "app", apply=True,
-                        env={"GITHUB_API_URL": gh.url, "GITHUB_TOKEN": wrong}, sleep=Waits(), log=lambda m: None)
+        run_prune(options("ghcr.io/acme/app"), "app", apply=True,
+                  env={"GITHUB_API_URL": gh.url, "GITHUB_TOKEN": wrong}, sleep=Waits(), log=lambda m: None)
     assert "GitHub rejected the token" in str(exc.value) and wrong not in str(exc.value)
     assert reg.tags("acme/app") == [f"nightly-{sha(1)}"]
 
@@ -403,7 +352,7 @@ def test_plain_registry_fallback_deletes_by_digest(reg, registry_url):
     move_tags(reg, repo, *images[3])
     waits = Waits()
 
-    dry = prune.run_prune(options(f"{host}/acme/plain"), "app", keep=2, env={}, sleep=waits, log=lambda m: None)
+    dry = run_prune(options(f"{host}/acme/plain"), "app", keep=2, env={}, sleep=waits, log=lambda m: None)
     assert dry["backend"] == "registry" and dry["dry_run"] and dry["deleted"] == []
     expected = {images[0][2]["digest"], images[0][1]["digest"], images[1][2]["digest"], images[1][0]["digest"],
                 images[1][1]["digest"]}
@@ -411,8 +360,8 @@ def test_plain_registry_fallback_deletes_by_digest(reg, registry_url):
     assert any(e["digest"] == images[0][0]["digest"] for e in dry["skipped_referenced"])
     assert len(reg.tags(repo)) == 7
 
-    result = prune.run_prune(options(f"{host}/acme/plain"), "app", keep=2, apply=True, env={}, sleep=waits,
-                             log=lambda m: None)
+    result = run_prune(options(f"{host}/acme/plain"), "app", keep=2, apply=True, env={}, sleep=waits,
+                       log=lambda m: None)
     assert result["ok"] and {e["digest"] for e in result["deleted"]} == expected
     assert waits == [0.5] * 4
     assert sorted(reg.tags(repo)) == sorted(["nightly", "nightly-x86_64", "nightly-arm64",
@@ -426,12 +375,13 @@ def test_plain_registry_without_created_times_keeps_everything(reg, registry_url
     repo, host = "acme/epoch", registry_url.removeprefix("http://")
     for i in range(3):
         push_commit(reg, repo, sha(i))        # the fake's images say created 1970-01-01: no real time
-    result = prune.run_prune(options(f"{host}/{repo}"), "app", keep=1, apply=True, env={}, sleep=Waits(),
-                             log=lambda m: None)
+    outcome = retention.run(options(f"{host}/{repo}"), "app", keep=1, apply=True, env={}, sleep=Waits(),
+                            log=lambda m: None)
+    result = outcome.to_dict()
     assert result["deleted"] == [] and result["would_delete"] == []
     assert all(e["reason"].startswith("no push time") for e in result["kept"])
     assert len(reg.tags(repo)) == 3
-    assert "ghbuild prune" in prune.render(result)
+    assert "ghbuild prune" in retention.render(outcome)
 
 
 # --------------------------------------------------------------------------- the command line

@@ -1,0 +1,187 @@
+"""Retention of nightly tags: `ghbuild prune [--keep N] [--apply]`.
+
+Pruning keeps the newest N commits of an image's publish repository (config `publish.retention`, default
+14) and deletes the older per-commit nightly tags; it is a dry run unless `apply=True`. One module per
+concern, like cibuildwheel's platform backends:
+
+- `plan`: the pure planner (what stays, what goes, per repository, multi-arch aware);
+- `backend`: the one interface the delete loop needs; implemented by `dockerhub` (the Hub API),
+  `ghcr` (the GitHub packages API) and `oci` (the plain distribution API, any other registry), picked
+  from the publish repository's host;
+- `result`: PruneResult (`to_dict()` is the JSON of `ghbuild prune --json`) and `render`;
+- here: `run` (the entry point) and `prune`, the one delete loop.
+
+Endpoints can be redirected (tests, demos): GHBUILD_DOCKERHUB_API (Docker Hub API base URL) and the
+standard GITHUB_API_URL.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ghbuild import naming
+from ghbuild.credentials import GHCR_HOST
+from ghbuild.errors import ConfigError, PruneAbort, PruneError
+from ghbuild.retention.backend import Backend, Deletion
+from ghbuild.retention.plan import nightly_pattern, plan_digests, plan_prune
+from ghbuild.retention.result import PruneResult, render
+
+__all__ = ["Backend", "PruneResult", "prune", "prune_images", "raise_for_failures", "render", "resolve_repository", "run"]
+
+Log = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def resolve_repository(options, image: str, owner: str | None, env: Mapping[str, str]) -> str:
+    """The publish repository of `image` (registries.publish or the image's own), `{owner}` filled in."""
+    from ghbuild.config import expand_repository
+
+    if image not in options.images:
+        raise ConfigError(f"--image {image}: no such image (known: {', '.join(options.images)})")
+    template = options.images[image].publish or options.registries.publish
+    if not template:
+        raise ConfigError(f"{options.config_path}: registries.publish: not set; nothing to prune")
+    owner = owner or env.get("GITHUB_REPOSITORY_OWNER") or (env.get("GITHUB_REPOSITORY") or "").partition("/")[0]
+    if "{owner}" in template and not owner:
+        raise ConfigError(f"registries.publish {template!r} needs {{owner}}: set GITHUB_REPOSITORY (or pass owner)")
+    return naming.validate_repository(expand_repository(template, image, owner or ""), "registries.publish")
+
+
+def run(options, image: str, keep: int | None = None, apply: bool = False,
+        env: Mapping[str, str] | None = None, hub_api: str | None = None, github_api: str | None = None,
+        log: Log = _stderr, *, owner: str | None = None,
+        registry_factory: Callable[[str], Any] | None = None, sleep: Callable[[float], None] = time.sleep,
+        pace: float | None = None, session=None) -> PruneResult:
+    """Prune the nightly tags of one image's publish repository; a dry run unless `apply`.
+
+    The backend follows the repository's host: Docker Hub (DOCKERHUB_USERNAME, DOCKERHUB_TOKEN; `hub_api`
+    or GHBUILD_DOCKERHUB_API), GHCR (GITHUB_TOKEN; `github_api` or GITHUB_API_URL; index manifests read
+    through `registry_factory(host)`), else the plain registry API (`registry_factory`, default
+    ghbuild.registry.client_factory(env, log)). `pace`: seconds between deletes (default: the backend's).
+    Raises PruneError (missing or refused credentials, incomplete listing) before anything is deleted;
+    failed deletes are in the result's `errors` (`ok` False).
+    """
+    env = os.environ if env is None else env
+    keep = options.publish.retention if keep is None else keep
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise PruneError(f"--keep {keep!r}: must be a whole number of commits, at least 1")
+    repository = resolve_repository(options, image, owner, env)
+    host, path = naming.split_repository(repository)
+    nightly, suffixes = options.publish.nightly_tag, tuple(options.publish.arch_suffixes.values())
+    clients: dict[str, Any] = {"sleep": sleep, "log": log, "session": session}
+
+    backend: Backend
+    if host in naming.DOCKER_HUB_HOSTS:
+        from ghbuild.retention import dockerhub
+
+        api: str | None = dockerhub.api_url(hub_api, env)
+        backend = dockerhub.backend(repository, path, env, api, **clients)
+    elif host == GHCR_HOST:
+        from ghbuild.retention import ghcr
+
+        api = ghcr.api_url(github_api, env)
+        backend = ghcr.backend(repository, path, env, api, registry_factory=registry_factory, **clients)
+    else:
+        from ghbuild.retention.oci import OciBackend
+
+        if registry_factory is None:
+            from ghbuild.registry import client_factory
+
+            registry_factory = client_factory(env, log)
+        api = None
+        backend = OciBackend(registry_factory(host), repository, path, nightly_pattern(nightly, suffixes))
+    result = PruneResult(image, repository, backend.name, api, not apply, keep)
+    return prune(backend, result, nightly, suffixes, apply=apply, log=log, sleep=sleep,
+                 pace=backend.pace if pace is None else pace)
+
+
+def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
+          suffixes: Iterable[str] = ("x86_64", "arm64"), *, apply: bool = False, log: Log = _stderr,
+          sleep: Callable[[float], None] = time.sleep, pace: float = 0.5) -> PruneResult:
+    """The delete loop, for every backend: list, plan, then delete oldest first (index before children).
+
+    Dry run (`apply` False): every deletion goes to `would_delete`, nothing is deleted. Otherwise `pace`
+    seconds between two deletes; PruneAbort stops the loop (recorded in `errors`); PruneError is recorded
+    and the loop goes on; the children of an index whose delete failed are never deleted (recorded as
+    errors). `result.ok` is False when anything failed.
+    """
+    tags = backend.list_tags()
+    plan = plan_prune(tags, result.keep, nightly, suffixes)
+    result.fill(plan, tags)
+    items: list[Deletion]
+    if backend.by_digest:
+        digests, skipped = plan_digests(plan, tags, {t.digest: t.children for t in tags if t.digest and t.children})
+        items = list(digests)
+        result.skipped_referenced += skipped
+    else:
+        items = list(plan.delete)
+    result.stats.update(backend.stats())
+    log(f"{result.repository}: {backend.summary()}; {len(plan.commits)} commits, keeping the newest "
+        f"{result.keep}; {len(items)} {backend.unit} to delete")
+    attempts = 0
+    failed: set[str] = set()     # digests whose delete failed: their children stay
+    for item in items:
+        entry = backend.entry(item)
+        if entry is None:
+            continue
+        label = backend.label(item)
+        if not apply:
+            result.would_delete.append(entry)
+            log(f"would delete {label}: {item.reason}")
+            continue
+        if item.parent is not None and item.parent in failed:
+            result.errors.append({**entry, "error": "not deleted: its index could not be deleted"})
+            continue
+        if attempts and pace > 0:
+            sleep(pace)
+        attempts += 1
+        try:
+            gone = backend.delete(item)
+        except PruneAbort as exc:
+            result.errors.append({**entry, "error": str(exc)})
+            log(f"stopping: {exc}")
+            break
+        except PruneError as exc:
+            result.errors.append({**entry, "error": str(exc)})
+            if item.digest:
+                failed.add(item.digest)
+            log(f"failed: {exc}")
+            continue
+        if not gone:
+            entry["already_gone"] = True
+        result.deleted.append(entry)
+        log(f"deleted {label}" + ("" if gone else " (already gone)"))
+    result.stats["deletes"] = attempts
+    result.ok = not result.errors
+    return result
+
+
+def prune_images(options, images: Iterable[str], *, keep: int | None = None, apply: bool = False,
+                 owner: str | None = None, say: Log = _stderr, group: Callable[[str], Any] | None = None,
+                 **kwargs: Any) -> list[PruneResult]:
+    """`run` for each image, each folded in its own `group`, its report handed to `say`. Failed deletes are
+    collected, not raised, so one run reports all of them: `raise_for_failures` afterwards."""
+    import contextlib
+
+    group = group or (lambda title: contextlib.nullcontext())
+    results = []
+    for image in images:
+        with group(f"prune {image}{'' if apply else ' (dry run)'}"):
+            result = run(options, image, keep=keep, apply=apply, owner=owner, **kwargs)
+        results.append(result)
+        say(render(result))
+    return results
+
+
+def raise_for_failures(results: Iterable[PruneResult]) -> None:
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise PruneError(f"prune: {len(failed)} image(s) had errors: "
+                         + "; ".join(str(e.get("error")) for r in failed for e in r.errors[:3]))

@@ -1,0 +1,102 @@
+"""Plain registry backend (a local hub, a self-hosted distribution...): the OCI distribution API through
+ghbuild.registry.Registry.
+
+A plain registry cannot delete a single tag (only a manifest by digest, which removes every tag on it) and
+keeps no push time, so the image config's `created` field is the time (an index: its newest child), a
+digest is deleted only when no kept tag shares it, and an image without a real `created` (reproducible
+builds set it to the epoch) is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
+from ghbuild.retention.plan import DigestDeletion, TagInfo, iso, parse_time
+
+_EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=timezone.utc)   # a `created` before this is not a real time
+
+
+class OciBackend:
+    """The delete loop's view of one repository on a plain registry: tags listed with their manifests,
+    manifests deleted by digest. `pattern`: the per-commit tags (only their times are read)."""
+
+    name = "registry"
+    by_digest = True
+    unit = "manifest(s)"
+
+    def __init__(self, reg, repository: str, path: str, pattern: re.Pattern[str], pace: float = 0.5):
+        self.reg, self.repository, self.path, self.pattern = reg, repository, path, pattern
+        self.pace = pace
+        self.manifests: dict[str, Any] = {}
+        self.created: dict[str, datetime | None] = {}
+        self._listed = 0
+
+    def _config_created(self, manifest) -> datetime | None:
+        try:
+            config = json.loads(self.reg.read_blob(self.path, manifest.data["config"]["digest"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+        when = parse_time(config.get("created")) if isinstance(config, dict) else None
+        return when if when is not None and when >= _EPOCH_FLOOR else None
+
+    def _time_of(self, manifest) -> datetime | None:
+        """An image's `created`; an index's newest child's (None unless every child has one)."""
+        if manifest.digest not in self.created:
+            if manifest.is_index:
+                times = []
+                for child in manifest.platforms().values():
+                    if child.digest not in self.manifests:
+                        self.manifests[child.digest] = self.reg.get_manifest(self.path, child.digest)
+                    times.append(self._config_created(self.manifests[child.digest]))
+                known = [t for t in times if t is not None]
+                self.created[manifest.digest] = max(known) if known and len(known) == len(times) else None
+            else:
+                self.created[manifest.digest] = self._config_created(manifest)
+        return self.created[manifest.digest]
+
+    def list_tags(self) -> list[TagInfo]:
+        try:
+            tags: list[TagInfo] = []
+            for name in self.reg.list_tags(self.path):
+                try:
+                    manifest = self.reg.get_manifest(self.path, name)
+                except RegistryError as exc:
+                    if "HTTP 404" in str(exc):   # deleted since the listing
+                        continue
+                    raise
+                self.manifests[manifest.digest] = manifest
+                kids = tuple(c.digest for c in manifest.children()) if manifest.is_index else ()
+                pushed = self._time_of(manifest) if self.pattern.fullmatch(name) else None
+                tags.append(TagInfo(name, manifest.digest, pushed, kids))
+        except AuthError as exc:
+            raise PruneAbort(f"{self.repository}: the registry refused the credentials: {exc}") from None
+        except RegistryError as exc:
+            raise PruneError(f"{self.repository}: listing failed: {exc}; refusing to prune from a partial list") from None
+        self._listed = len(tags)
+        return tags
+
+    def summary(self) -> str:
+        return f"{self._listed} tags (a plain registry deletes by digest)"
+
+    def stats(self) -> dict[str, int]:
+        return {}
+
+    def entry(self, item: DigestDeletion) -> dict[str, Any]:
+        return {"tags": list(item.tags), "digest": item.digest, "pushed": iso(self.created.get(item.digest)),
+                "reason": item.reason}
+
+    def label(self, item: DigestDeletion) -> str:
+        return f"{self.repository}@{item.digest} ({', '.join(item.tags) or 'untagged'})"
+
+    def delete(self, item: DigestDeletion) -> bool:
+        try:
+            return self.reg.delete_manifest(self.path, item.digest)
+        except AuthError as exc:
+            raise PruneAbort(str(exc)) from None
+        except RegistryError as exc:
+            hint = " (is storage.delete.enabled set on the registry?)" if "405" in str(exc) or "UNSUPPORTED" in str(exc) else ""
+            raise PruneError(f"{exc}{hint}") from None

@@ -1,0 +1,57 @@
+"""ghbuild.http_retry: the one Retry-After parser and loopback check (used by ghbuild.registry and the
+retention API clients). No server, no waiting: the clock is injected."""
+
+from __future__ import annotations
+
+import email.utils
+
+import pytest
+
+from ghbuild.http_retry import is_loopback, new_session, retry_after_seconds
+
+NOW = 1_750_000_000.0
+
+
+def clock() -> float:
+    return NOW
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("0", 0.0), ("7", 7.0), (" 120 ", 120.0), ("1000", 1000.0), ("1.5", 1.5),
+    (email.utils.formatdate(NOW + 30, usegmt=True), 30.0),                      # IMF-fixdate
+    ("Sun, 15 Jun 2025 15:07:10 GMT", max(0.0, 1_750_000_030.0 - NOW)),         # the same date, written out
+    (email.utils.formatdate(NOW - 600, usegmt=True), 0.0),                      # a date in the past: no wait
+    ("soon", None), ("-1", None), ("1e3", None), ("Sun, 99 Foo 2025", None),    # garbage
+    ("", None), (None, None), ("   ", None),                                   # absent
+])
+def test_retry_after_seconds(value, expected):
+    assert retry_after_seconds(value, clock) == expected
+
+
+def test_retry_after_http_date_uses_the_injected_clock():
+    header = email.utils.formatdate(NOW + 90, usegmt=True)
+    assert retry_after_seconds(header, lambda: NOW + 60) == 30.0
+    assert retry_after_seconds(header, lambda: NOW + 200) == 0.0
+
+
+@pytest.mark.parametrize("target", [
+    "127.0.0.1", "127.0.0.1:5000", "127.1.2.3:80", "localhost", "localhost:5000", "LOCALHOST",
+    "::1", "[::1]", "[::1]:5000",
+    "http://127.0.0.1:5000", "http://localhost/v2/", "https://localhost:8443/api", "http://[::1]:8080/x",
+])
+def test_loopback(target):
+    assert is_loopback(target)
+
+
+@pytest.mark.parametrize("target", [
+    "registry-1.docker.io", "ghcr.io:443", "10.0.0.1:5000", "128.0.0.1", "localhost.example.com",
+    "[2001:db8::1]:5000", "2001:db8::1", "https://hub.docker.com", "http://127.example.com/", "",
+])
+def test_not_loopback(target):
+    assert not is_loopback(target)
+
+
+def test_loopback_sessions_ignore_proxy_settings():
+    assert new_session("http://127.0.0.1:5000").trust_env is False
+    assert new_session("[::1]:5000").trust_env is False
+    assert new_session("https://api.github.com").trust_env is True
