@@ -386,6 +386,10 @@ def test_plain_registry_without_created_times_keeps_everything(reg, registry_url
 
 # --------------------------------------------------------------------------- the command line
 
+SCHEDULED_RUN = {"GITHUB_EVENT_NAME": "schedule", "GITHUB_REF": "refs/heads/main", "GITHUB_REPOSITORY": "acme/project",
+                 "GITHUB_SHA": "a" * 40}
+
+
 def _cli(tmp_path: Path, env: dict[str, str], *args: str):
     import os
     import subprocess
@@ -395,6 +399,7 @@ def _cli(tmp_path: Path, env: dict[str, str], *args: str):
                                            '[images.app]\ndockerfile = "Dockerfile"\n'
                                            'platforms = ["linux/amd64", "linux/arm64"]\n')
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GHBUILD_", "GITHUB_", "DOCKERHUB_"))}
+    base.update(SCHEDULED_RUN)   # the nightly workflow's run: --apply is for trusted runs only
     return subprocess.run([sys.executable, "-m", "ghbuild", "prune", "--config", str(tmp_path / "ghbuild.toml"),
                            *args], env={**base, **env}, capture_output=True, text=True, timeout=120)
 
@@ -415,6 +420,11 @@ def test_cli_dry_run_then_apply_then_missing_token(hub, reg, tmp_path):
     applied = _cli(tmp_path, hub_env(hub), "--keep", "2", "--apply")
     assert applied.returncode == 0, applied.stderr
     assert sorted(reg.tags("acme/app")) == sorted(f"nightly-{c}" for c in commits[2:])
+
+    branch = _cli(tmp_path, {**hub_env(hub), "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/feature"},
+                  "--keep", "1", "--apply")
+    assert branch.returncode == 6 and "prune --apply: not a trusted run" in branch.stderr
+    assert sorted(reg.tags("acme/app")) == sorted(f"nightly-{c}" for c in commits[2:])   # nothing deleted
 
     no_token = _cli(tmp_path, {"GHBUILD_DOCKERHUB_API": hub.url, "DOCKERHUB_USERNAME": HUB_USER}, "--apply")
     assert no_token.returncode == 14 and "Traceback" not in no_token.stderr
