@@ -74,6 +74,10 @@ def _count(text: str) -> int:
     return int(text)
 
 
+RECORDS_HELP = ("the trusted build's records (the build workflow's `digests` output as a JSON file, or a folder "
+                "of `build --record` files): the digests to publish; required unless --dry-run")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ghbuild", description="Container-image CI for large native projects on GitHub Actions.",
                      epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -141,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "not content-addressed)")
     n.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     n.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
+    n.add_argument("--records", metavar="PATH", help=RECORDS_HELP)
     _context_flags(n)
 
     r = pub.add_parser("release", help="v<version>, per-arch tags and latest, plus the GitHub release")
@@ -151,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     r.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     r.add_argument("--no-github-release", action="store_true", help="do not create the GitHub release")
+    r.add_argument("--records", metavar="PATH", help=RECORDS_HELP)
     _context_flags(r)
 
     p = sub.add_parser("prune", help="retention of nightly-* tags (Docker Hub, GHCR, plain registries); "
@@ -401,7 +407,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.record and report.digest:   # only for a build that passed every check
         job = plan.job(args.image, args.arch)
         records.write(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch,
-                                          "platform": job.platform, "digest": report.digest, "ref": report.ref},
+                                          "platform": job.platform, "digest": report.digest, "ref": report.ref,
+                                          "sha": plan.context.sha, "trusted": plan.trust.trusted},
                       os.environ, Path.cwd())
     return 0
 
@@ -418,23 +425,27 @@ def cmd_digests(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from ghbuild import publish
+    from ghbuild import publish, records
     from ghbuild.context import _git
 
     options = _options(args)
     kind = args.publish_command
+    source_url = None
     if args.dry_run:   # writes nothing: any run, or a laptop, may look
         sha = (args.sha or os.environ.get("GITHUB_SHA") or _git(["rev-parse", "HEAD"], Path.cwd()) or "").lower()
         owner = _owner(args)
     else:
         ctx = _require_trusted_run(args, options, f"publish {kind}")
         sha, owner = (args.sha or ctx.sha).lower(), ctx.repository.split("/")[0]
+        source_url = f"{ctx.server_url.rstrip('/')}/{options.trust.canonical_repository or ctx.repository}"
     if not sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
     outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha, owner=owner,
                           env=os.environ, version=args.version if kind == "release" else None,
                           dry_run=args.dry_run, github_release=not (kind == "release" and args.no_github_release),
-                          log=_indented, say=_log, warn=lambda m: gha.annotate("warning", m), group=gha.group)
+                          records=records.load(Path(args.records)) if args.records else None,
+                          source_url=source_url, log=_indented, say=_log,
+                          warn=lambda m: gha.annotate("warning", m), group=gha.group)
     if not args.dry_run:
         for result in outcome.results:
             gha.set_output(f"{result.image}-index-digest", result.index_digest or "")

@@ -18,8 +18,9 @@ A rerun of the same commit finds everything in place and moves nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ghbuild import naming, registry
@@ -35,6 +36,11 @@ class ArchSource:
     arch: str
     suffix: str
     tag: str                      # staging tag, <sha>-<suffix>
+    digest: str | None = None     # what the trusted build recorded; None: the tag (dry runs without records)
+
+    @property
+    def ref(self) -> str:
+        return self.digest or self.tag
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class PublishPlan:
     sources: tuple[ArchSource, ...]
     arch_tags: dict[str, str]     # arch -> nightly-<suffix>
     index_tags: tuple[str, ...]   # in push order: the moving tag (nightly, latest) last
+    source_url: str | None = None  # the canonical repository's URL the images' source label must name
 
 
 def _repositories(options: Options, image: str, sha: str, owner: str) -> tuple[str, str]:
@@ -136,22 +143,38 @@ class PublishResult:
         return dict(self.__dict__)
 
 
-def _single_arch(reg: registry.Registry, repo: str, tag: str, arch: str) -> tuple[registry.Manifest, dict]:
-    """The per-arch image behind a staging tag and its platform, verified to be `arch` (index with one
-    platform allowed). The platform is returned so that the index entry needs no second config read."""
-    manifest = reg.get_manifest(repo, tag)
+LABEL_REVISION = "org.opencontainers.image.revision"
+LABEL_SOURCE = "org.opencontainers.image.source"
+
+
+def _single_arch(reg: registry.Registry, repo: str, ref: str, arch: str, plan: PublishPlan,
+                 ) -> tuple[registry.Manifest, dict]:
+    """The per-arch image behind a staging digest (or tag) and its platform, verified to be `arch` (an index
+    with one platform allowed) and, when the plan names a source, built from `plan.sha` of that repository
+    (its labels). The platform is returned so that the index entry needs no second config read."""
+    where = f"{reg.host}/{repo}{'@' if ref.startswith('sha256:') else ':'}{ref}"
+    manifest = reg.get_manifest(repo, ref)
     if manifest.is_index:
         platforms = manifest.platforms()
         if len(platforms) != 1:
-            raise PublishError(f"{reg.host}/{repo}:{tag} is a multi-platform index ({', '.join(platforms)}), "
-                               f"not a single {arch} image")
+            raise PublishError(f"{where} is a multi-platform index ({', '.join(platforms)}), not a single {arch} image")
         (child,) = platforms.values()
         manifest = reg.get_manifest(repo, child.digest)
-    platform = registry.image_platform(reg, repo, manifest)
+    config = json.loads(reg.read_blob(repo, manifest.data["config"]["digest"]))
+    platform = {"architecture": config.get("architecture"), "os": config.get("os")}
+    if config.get("variant"):
+        platform["variant"] = config["variant"]
     if platform.get("os") != "linux" or platform.get("architecture") != UNAME_ARCH[arch]:
         got = "/".join(str(platform.get(k)) for k in ("os", "architecture") if platform.get(k))
-        raise PublishError(f"{reg.host}/{repo}:{tag} claims {arch} but its image config says {got}: "
+        raise PublishError(f"{where} claims {arch} but its image config says {got}: "
                            "refusing to publish a mislabelled image")
+    if plan.source_url:
+        labels = (config.get("config") or {}).get("Labels") or {}
+        revision, source = labels.get(LABEL_REVISION), labels.get(LABEL_SOURCE)
+        if revision != plan.sha or str(source or "").rstrip("/").lower() != plan.source_url.rstrip("/").lower():
+            raise PublishError(f"{where}: labelled {LABEL_REVISION}={revision!r}, {LABEL_SOURCE}={source!r}, not "
+                               f"{plan.sha} of {plan.source_url}: refusing to publish an image the trusted build "
+                               "did not make")
     return manifest, platform
 
 
@@ -159,7 +182,7 @@ def present_arches(plan: PublishPlan, factory: registry.RegistryFactory) -> list
     """The architectures whose staging image exists (a lookup failure raises, never counts as absent)."""
     host, repo = naming.split_repository(plan.staging)
     reg = factory(host)
-    return [s.arch for s in plan.sources if reg.resolve(repo, s.tag) is not None]
+    return [s.arch for s in plan.sources if reg.resolve(repo, s.ref) is not None]
 
 
 def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool = False,
@@ -172,12 +195,12 @@ def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool 
     # 1. every arch present and what it claims to be, before anything is written
     missing = []
     for source in plan.sources:
-        if src.resolve(s_repo, source.tag) is None:
-            missing.append(f"{plan.staging}:{source.tag}")
+        if src.resolve(s_repo, source.ref) is None:
+            missing.append(f"{plan.staging}{'@' if source.digest else ':'}{source.ref}")
     if missing:
         raise PublishError(f"staging image(s) missing: {', '.join(missing)}; a {plan.kind} is published only "
                            "when every architecture built")
-    verified = {s.arch: _single_arch(src, s_repo, s.tag, s.arch) for s in plan.sources}
+    verified = {s.arch: _single_arch(src, s_repo, s.ref, s.arch, plan) for s in plan.sources}
     manifests = {arch: manifest for arch, (manifest, _) in verified.items()}
 
     # 2. copy by digest, the architectures side by side (each with its own HTTP sessions)
@@ -186,7 +209,8 @@ def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool 
     for source in plan.sources:
         manifest = manifests[source.arch]
         result.arch_digests[source.arch] = manifest.digest
-        action = f"copy {plan.staging}:{source.tag} ({manifest.digest}) -> {plan.publish}@{manifest.digest}"
+        action = (f"copy {plan.staging}:{source.tag} ({manifest.digest}"
+                  f"{', recorded by the trusted build' if source.digest else ''}) -> {plan.publish}@{manifest.digest}")
         result.actions.append(action)
         log(("would " if dry_run else "") + action)
         platform = verified[source.arch][1]
@@ -360,16 +384,64 @@ class PublishRun:
         return data
 
 
+def trusted_records(records: Mapping[str, Mapping[str, Any]] | None, sha: str) -> dict[str, Mapping[str, Any]] | None:
+    """The build records of `sha` (by job id), each checked: written by a trusted build of this very commit.
+    None: no records were given. A record of another commit, or of an untrusted build, is refused."""
+    if records is None:
+        return None
+    checked = {}
+    for job_id, record in records.items():
+        where = f"build record {job_id}"
+        if not isinstance(record, Mapping) or not all(isinstance(record.get(k), str) for k in ("image", "arch", "digest",
+                                                                                                "ref", "sha")):
+            raise PublishError(f"{where}: not a record of `ghbuild build --record` (image, arch, digest, ref, sha)")
+        if record["sha"] != sha:
+            raise PublishError(f"{where} is of commit {record['sha']}, not {sha}")
+        if record.get("trusted") is not True:
+            raise PublishError(f"{where} was written by an untrusted build: only a trusted build's images are published")
+        if not naming.DIGEST_RE.match(record["digest"]) or not record["ref"].endswith("@" + record["digest"]):
+            raise PublishError(f"{where}: digest {record['digest']!r} and ref {record['ref']!r} do not agree")
+        checked[job_id] = record
+    return checked
+
+
+def _bind(plan: PublishPlan, recorded: Mapping[str, Mapping[str, Any]]) -> PublishPlan:
+    """The plan with each arch's recorded digest; arches without a record keep none (the caller decides)."""
+    sources = []
+    for source in plan.sources:
+        record = recorded.get(f"{plan.image}-{source.arch}")
+        if record is not None:
+            if (record["image"], record["arch"]) != (plan.image, source.arch):
+                raise PublishError(f"build record {plan.image}-{source.arch} names {record['image']}/{record['arch']}")
+            if record["ref"].partition("@")[0] != plan.staging:
+                raise PublishError(f"build record {plan.image}-{source.arch}: {record['ref']} is not in the staging "
+                                   f"repository {plan.staging}")
+            source = replace(source, digest=record["digest"])
+        sources.append(source)
+    return replace(plan, sources=tuple(sources))
+
+
+def _recorded_arches(plan: PublishPlan) -> list[str]:
+    return [s.arch for s in plan.sources if s.digest]
+
+
 def _release_plans(options: Options, images: list[str], sha: str, owner: str, version,
-                   factory: registry.RegistryFactory, warn: Callable[[str], None]) -> list[PublishPlan]:
+                   factory: registry.RegistryFactory, warn: Callable[[str], None],
+                   recorded: Mapping[str, Mapping[str, Any]] | None, source_url: str | None) -> list[PublishPlan]:
     """Every image checked before anything is written: all arches staged, or none (skipped), never one."""
     plans = []
     for image in images:
         host, repo = naming.split_repository(nightly_plan(options, image, sha, owner).publish)
         plan = release_plan(options, image, sha, owner, version, factory(host).list_tags(repo))
-        present = present_arches(plan, factory)
+        plan = replace(plan, source_url=source_url)
+        if recorded is not None:
+            plan = _bind(plan, recorded)
+            present = _recorded_arches(plan)
+        else:
+            present = present_arches(plan, factory)
         if not present:
-            warn(f"release {version}: no staging image of {image} for {sha}: skipped")
+            warn(f"release {version}: no {'build record' if recorded is not None else 'staging image'} of "
+                 f"{image} for {sha}: skipped")
             continue
         if len(present) != len(plan.sources):
             missing = [s.arch for s in plan.sources if s.arch not in present]
@@ -379,13 +451,33 @@ def _release_plans(options: Options, images: list[str], sha: str, owner: str, ve
     return plans
 
 
+def _nightly_plans(options: Options, images: list[str], sha: str, owner: str,
+                   recorded: Mapping[str, Mapping[str, Any]] | None, source_url: str | None) -> list[PublishPlan]:
+    plans = []
+    for image in images:
+        plan = replace(nightly_plan(options, image, sha, owner), source_url=source_url)
+        if recorded is not None:
+            plan = _bind(plan, recorded)
+            missing = [s.arch for s in plan.sources if not s.digest]
+            if missing:
+                raise PublishError(f"nightly: no build record of {image} for {', '.join(missing)} ({sha}); a "
+                                   "nightly is published only when every architecture built")
+        plans.append(plan)
+    return plans
+
+
 def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str, env: Mapping[str, str],
         version: str | None = None, dry_run: bool = False, github_release: bool = True,
+        records: Mapping[str, Mapping[str, Any]] | None = None, source_url: str | None = None,
         factory: registry.RegistryFactory | None = None, log: Callable[[str], None] = lambda m: None,
         say: Callable[[str], None] = lambda m: None, warn: Callable[[str], None] = lambda m: None,
         group: Callable[[str], Any] | None = None) -> PublishRun:
     """Publish `images` of commit `sha` as a nightly or as release `version` (checked before anything else).
 
+    Only what the trusted build recorded is published: `records` (job id -> `build --record` record, as
+    `ghbuild digests` collects them) give each arch's digest, so a staging tag moved since cannot slip in;
+    `source_url` (the canonical repository's URL) is what every image's source label must name, with
+    `sha` as its revision. Without records only a dry run proceeds (it reads the staging tags).
     `log` takes progress lines, `say` the per-image report and the GitHub release line, `warn` what a
     workflow should show as a warning; `group` (a context manager factory) folds each image's log.
     """
@@ -393,15 +485,23 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
 
     refuse_pull_requests(env)
     version = parse_version(version or "") if kind == "release" else None
+    recorded = trusted_records(records, sha)
+    if recorded is None and not dry_run:
+        raise PublishError(f"publish {kind}: no build records (--records): only what the trusted build of {sha} "
+                           "recorded is published, never whatever a staging tag holds now")
+    if recorded is not None and not recorded:
+        raise PublishError(f"publish {kind}: no trusted build record of {sha}")
+    if recorded is None:
+        warn(f"publish {kind} (dry run): no build records: reading the staging tags instead")
     if kind == "release" and github_release and not dry_run and not (env.get("GITHUB_TOKEN")
                                                                      and env.get("GITHUB_REPOSITORY")):
         raise PublishError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
                            "(or pass --no-github-release)")
     factory = factory or registry.client_factory(env, log)
     if kind == "release":
-        plans = _release_plans(options, images, sha, owner, version, factory, warn)
+        plans = _release_plans(options, images, sha, owner, version, factory, warn, recorded, source_url)
     else:
-        plans = [nightly_plan(options, image, sha, owner) for image in images]
+        plans = _nightly_plans(options, images, sha, owner, recorded, source_url)
     group = group or (lambda title: contextlib.nullcontext())
     outcome = PublishRun(kind=kind, sha=sha, results=[], version=version)
     for plan in plans:

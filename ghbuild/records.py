@@ -57,6 +57,21 @@ def collect(folder: Path) -> dict[str, dict[str, Any]]:
     return digests
 
 
+def load(path: Path) -> dict[str, dict[str, Any]]:
+    """Records handed to `publish --records`: a folder of record files, or one JSON object by job id (the
+    `digests` output of the build workflow, or what `ghbuild digests` prints)."""
+    if path.is_dir():
+        return collect(path)
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not JSON"
+        raise UsageError(f"--records {path}: {reason}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise UsageError(f"--records {path}: not the records of `ghbuild digests` ({{job id: record}})")
+    return data
+
+
 def planned_jobs(matrix: str | None) -> list[dict[str, Any]]:
     """The jobs of `ghbuild matrix`'s JSON ({"include": [...]}), to list those that pushed nothing."""
     try:

@@ -762,15 +762,6 @@ def copy_image(src: Registry, src_repo: str, ref: str, dst: Registry, dst_repo: 
     return m, stats
 
 
-def image_platform(reg: Registry, repo: str, m: Manifest) -> dict:
-    """Platform of a single-arch image, from its config blob (os, architecture, variant)."""
-    cfg = json.loads(reg.read_blob(repo, m.data["config"]["digest"]))
-    plat = {"architecture": cfg["architecture"], "os": cfg["os"]}
-    if cfg.get("variant"):
-        plat["variant"] = cfg["variant"]
-    return plat
-
-
 def make_index(children: list[Descriptor]) -> tuple[bytes, str]:
     """A manifest list for Docker schema2 children, an OCI index otherwise (never mixed)."""
     if not children or any(not c.platform for c in children):

@@ -281,9 +281,43 @@ def test_publishing_and_deleting_tags_is_refused_outside_a_trusted_run(project, 
 
 
 def test_a_trusted_run_and_dry_runs_get_past_the_trust_check(project):
-    (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
-    trusted = ghbuild(project, "publish", "nightly", "--sha", SHA, *TRUSTED_PUSH,
-                      env={"GHBUILD_REGISTRIES_STAGING": "127.0.0.1:9/org/ci-{image}"})
+    trusted = _nightly(project, {"app-amd64": _record()})
     assert trusted.returncode == 12 and "127.0.0.1:9" in trusted.stderr      # it went on to the registry
     dry = ghbuild(project, "prune", "--sha", SHA, *BRANCH_PUSH)
     assert dry.returncode != 6, dry.stderr
+
+
+def _nightly(project: Path, records: dict | None, *extra: str) -> subprocess.CompletedProcess:
+    (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
+    args = []
+    if records is not None:
+        (project / "records.json").write_text(json.dumps(records), "utf-8")
+        args = ["--records", "records.json"]
+    return ghbuild(project, "publish", "nightly", "--sha", SHA, *args, *extra, *TRUSTED_PUSH)
+
+
+def _record(**changes) -> dict:
+    digest = "sha256:" + "b" * 64
+    record = {"image": "app", "arch": "amd64", "platform": "linux/amd64", "digest": digest,
+              "ref": f"127.0.0.1:9/org/ci-app@{digest}", "sha": SHA, "trusted": True}
+    record.update(changes)
+    return record
+
+
+@pytest.mark.parametrize("records, message", [
+    (None, "no build records (--records): only what the trusted build"),
+    ({}, f"no trusted build record of {SHA}"),
+    ({"app-amd64": _record(trusted=False)}, "written by an untrusted build"),
+    ({"app-amd64": _record(sha="f" * 40)}, f"is of commit {'f' * 40}, not {SHA}"),
+    ({"app-amd64": _record(ref="127.0.0.1:9/someone/else@sha256:" + "b" * 64)}, "is not in the staging repository"),
+    ({"app-amd64": _record(digest="sha256:" + "c" * 64)}, "do not agree"),
+    ({"app-amd64": _record(arch="arm64")}, "names app/arm64"),
+])
+def test_a_nightly_publishes_only_what_the_trusted_build_recorded(project, records, message):
+    """The staging tag `<sha>-<arch>` can be moved by any job with write access to the staging package:
+    publishing takes the digest from the trusted build's record, and refuses anything less, before it
+    asks a registry."""
+    proc = _nightly(project, records)
+    assert proc.returncode == 13, proc.stderr
+    assert message in proc.stderr
+    assert "retry" not in proc.stderr                 # refused before any registry was asked
