@@ -74,8 +74,9 @@ def _count(text: str) -> int:
     return int(text)
 
 
-RECORDS_HELP = ("the trusted build's records (the build workflow's `digests` output as a JSON file, or a folder "
-                "of `build --record` files): the digests to publish; required unless --dry-run")
+RECORDS_HELP = ("the trusted build's records: the build workflow's `digests` output (the JSON itself, or a file "
+                "holding it) or a folder of `build --record` files; the digests to publish (required unless "
+                "--dry-run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -157,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     r.add_argument("--no-github-release", action="store_true", help="do not create the GitHub release")
     r.add_argument("--records", metavar="PATH", help=RECORDS_HELP)
+    r.add_argument("--records-from", metavar="WORKFLOW",
+                   help="read the records from the build workflow's newest successful push run on the stable "
+                        "branch for the commit (its ghbuild-digests artifact; GITHUB_TOKEN with actions: read), "
+                        "e.g. ci.yml")
     _context_flags(r)
 
     p = sub.add_parser("prune", help="retention of nightly-* tags (Docker Hub, GHCR, plain registries); "
@@ -174,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("records", metavar="DIR", help="folder of the record files")
     p.add_argument("--matrix", metavar="JSON", help="the plan's build matrix, to list jobs that pushed nothing")
     p.add_argument("--title", default="Images", help="heading of the job summary section")
+    p.add_argument("--out", metavar="FILE", help="also write the JSON to FILE (the artifact release.yml reads)")
 
     sub.add_parser("schema", help="print the JSON schema of the config file")
     _runner_parsers(sub)
@@ -420,12 +426,33 @@ def cmd_digests(args: argparse.Namespace) -> int:
     planned = records.planned_jobs(args.matrix)
     gha.set_output("digests", digests)
     gha.add_summary(render.digests_summary(args.title, planned, digests))
+    if args.out:
+        records.write_all(Path(args.out), digests)
     print(json.dumps(digests, indent=2))
     return 0
 
 
+def _publish_records(args: argparse.Namespace, options):
+    """--records (the JSON, a file, a folder) or --records-from WORKFLOW (its trusted push run's artifact)."""
+    from ghbuild import records
+
+    records_from = getattr(args, "records_from", None)   # release only
+    if args.records and records_from:
+        raise UsageError("--records and --records-from: give one")
+    if args.records:
+        return records.load(args.records)
+    if records_from:
+        from ghbuild import context, planner
+
+        ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+        trust, _ = planner.decide_trust(ctx, options)
+        return records.fetch(os.environ, trust.canonical_repository, records_from, (args.sha or ctx.sha).lower(),
+                             trust.stable_branch, log=_indented)
+    return None
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
-    from ghbuild import publish, records
+    from ghbuild import publish
     from ghbuild.context import _git
 
     options = _options(args)
@@ -443,7 +470,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha, owner=owner,
                           env=os.environ, version=args.version if kind == "release" else None,
                           dry_run=args.dry_run, github_release=not (kind == "release" and args.no_github_release),
-                          records=records.load(Path(args.records)) if args.records else None,
+                          records=_publish_records(args, options),
                           source_url=source_url, log=_indented, say=_log,
                           warn=lambda m: gha.annotate("warning", m), group=gha.group)
     if not args.dry_run:

@@ -38,8 +38,18 @@ def write(path: Path, record: dict[str, Any], env: Mapping[str, str], cwd: Path)
     if not _within(Path(os.path.realpath(target.parent)), real_roots):
         raise UsageError(f"--record {path}: a symlink leads out of the working directory and RUNNER_TEMP")
     path = target
+    _atomic_write(path, json.dumps(record))
+
+
+def write_all(path: Path, digests: dict[str, dict[str, Any]]) -> None:
+    """The collected records as one JSON file (by job id), written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, json.dumps(digests, indent=2))
+
+
+def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)
 
 
@@ -57,9 +67,16 @@ def collect(folder: Path) -> dict[str, dict[str, Any]]:
     return digests
 
 
-def load(path: Path) -> dict[str, dict[str, Any]]:
-    """Records handed to `publish --records`: a folder of record files, or one JSON object by job id (the
-    `digests` output of the build workflow, or what `ghbuild digests` prints)."""
+def load(value: str) -> dict[str, dict[str, Any]]:
+    """Records handed to `publish --records`: the JSON object itself (the build workflow's `digests` output,
+    by job id), a file holding it (what `ghbuild digests` prints), or a folder of record files."""
+    if value.lstrip().startswith("{"):
+        try:
+            data = json.loads(value)
+        except ValueError:
+            raise UsageError("--records: not JSON") from None
+        return _by_job(data, "--records")
+    path = Path(value)
     if path.is_dir():
         return collect(path)
     try:
@@ -67,8 +84,12 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not JSON"
         raise UsageError(f"--records {path}: {reason}") from None
+    return _by_job(data, f"--records {path}")
+
+
+def _by_job(data: Any, where: str) -> dict[str, dict[str, Any]]:
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise UsageError(f"--records {path}: not the records of `ghbuild digests` ({{job id: record}})")
+        raise UsageError(f"{where}: not the records of `ghbuild digests` ({{job id: record}})")
     return data
 
 
@@ -82,3 +103,59 @@ def planned_jobs(matrix: str | None) -> list[dict[str, Any]]:
     except (ValueError, KeyError, TypeError):
         raise UsageError("--matrix: not the JSON matrix of `ghbuild matrix` ({\"include\": [...]})") from None
     return planned
+
+
+ARTIFACT = "ghbuild-digests"          # what the build workflow's summary job uploads: the digests JSON
+ARTIFACT_FILE = "ghbuild-digests.json"
+
+
+def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, branch: str,
+          log=lambda message: None) -> dict[str, dict[str, Any]]:
+    """The records of the newest successful push run of `workflow` on `branch` of `repository` for commit
+    `sha`, from that run's `ghbuild-digests` artifact (GitHub REST API: GITHUB_TOKEN with `actions: read`,
+    GITHUB_API_URL). Artifacts are written only by their own run's jobs, and only a push to the branch makes
+    such a run: a release promotes what trusted CI built, never what a tag holds now."""
+    import io
+    import zipfile
+
+    import requests
+    from github import Auth, Github, GithubException
+
+    from ghbuild.errors import PublishError
+
+    token = env.get("GITHUB_TOKEN")
+    if not token:
+        raise PublishError("records: GITHUB_TOKEN is needed to read the build workflow's artifacts (actions: read)")
+    api = env.get("GITHUB_API_URL") or "https://api.github.com"
+    where = f"{workflow} push runs on {branch} of {repository} for {sha}"
+    try:
+        repo = Github(base_url=api, auth=Auth.Token(token)).get_repo(repository)
+        runs = repo.get_workflow(workflow).get_runs(branch=branch, event="push", status="success", head_sha=sha)
+        run = next((r for r in runs if r.head_sha == sha and r.event == "push" and r.head_branch == branch
+                    and r.conclusion == "success"), None)
+        if run is None:
+            raise PublishError(f"records: no successful {where}: no trusted build record of {sha}")
+        artifact = next((a for a in run.get_artifacts() if a.name == ARTIFACT), None)
+        if artifact is None or artifact.expired:
+            raise PublishError(f"records: run {run.id} ({where}) has no {'unexpired ' if artifact else ''}"
+                               f"{ARTIFACT} artifact")
+        url = artifact.archive_download_url
+    except GithubException as exc:
+        message = (exc.data or {}).get("message") if isinstance(exc.data, dict) else None
+        raise PublishError(f"records: GitHub API: HTTP {exc.status} {message or ''} ({where})".strip()) from None
+    log(f"records: {ARTIFACT} of run {run.id} ({where})")
+    # The API answers with a redirect to blob storage; requests drops the Authorization header on the way.
+    try:
+        response = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=(10, 120))
+    except requests.RequestException as exc:
+        raise PublishError(f"records: downloading {ARTIFACT} of run {run.id}: {type(exc).__name__}") from None
+    if response.status_code != 200:
+        raise PublishError(f"records: downloading {ARTIFACT} of run {run.id}: HTTP {response.status_code}")
+    try:
+        with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
+            data = json.loads(archive.read(ARTIFACT_FILE).decode("utf-8"))
+    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, ValueError):
+        raise PublishError(f"records: {ARTIFACT} of run {run.id} holds no readable {ARTIFACT_FILE}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise PublishError(f"records: {ARTIFACT_FILE} of run {run.id} is not {{job id: record}}")
+    return data
