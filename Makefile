@@ -22,10 +22,10 @@ $(STAMP): pyproject.toml
 
 # Starts the local services, runs every test, and stops only what it started.
 test: venv
-	@$(PY) -m ghbuild.infra up; up=$$?; \
+	@$(PY) -m infra up; up=$$?; \
 	if [ $$up -ne 0 ]; then echo "make test: infra-up failed" >&2; exit $$up; fi; \
 	$(PY) -m pytest -q; rc=$$?; \
-	$(PY) -m ghbuild.infra down; exit $$rc
+	$(PY) -m infra down; exit $$rc
 
 # The main job, locally: plan a push to the default branch, build the example CPU image with
 # BuildKit and S3 sccache, push it to the local staging registry, report, and run its self-test.
@@ -61,12 +61,12 @@ bench: infra-up
 
 # Local services (dockerd with BuildKit, staging and hub registries, S3, base images); idempotent.
 infra-up: venv
-	$(PY) -m ghbuild.infra up
+	$(PY) -m infra up
 infra-down:
-	$(PYTHON) -m ghbuild.infra down
+	$(PYTHON) -m infra down
 infra-status:
-	$(PYTHON) -m ghbuild.infra status
+	$(PYTHON) -m infra status
 
 clean:
-	-$(PYTHON) -m ghbuild.infra down
+	-$(PYTHON) -m infra down
 	rm -rf $(VENV) .ghbuild .pytest_cache .hypothesis

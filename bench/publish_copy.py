@@ -49,7 +49,6 @@ import json
 import os
 import resource
 import secrets
-import shlex
 import shutil
 import signal
 import socket
@@ -67,6 +66,10 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))   # the development-only infra package (and tests/fakes)
+
+from infra import localenv  # noqa: E402
+
 CACHE_DIR = Path(tempfile.gettempdir()) / "ghbuild-bench-publish"
 CACHE_FORMAT = 1
 MIB = 1 << 20
@@ -135,14 +138,9 @@ def _children_cpu() -> float:
 
 
 def local_env() -> dict[str, str]:
-    env = dict(os.environ)
-    path = ROOT / ".ghbuild" / "local.env"
-    if not path.exists():
-        raise BenchError(".ghbuild/local.env missing: run `make infra-up` (or .venv/bin/python -m ghbuild.infra up)")
-    for line in path.read_text().splitlines():
-        if line.startswith("export "):
-            key, _, value = line[len("export "):].partition("=")
-            env[key] = shlex.split(value)[0] if value else ""
+    if not localenv.path().exists():
+        raise BenchError(".ghbuild/local.env missing: run `make infra-up` (or .venv/bin/python -m infra up)")
+    env = {**os.environ, **localenv.read()}
     for key in [k for k in env if k.startswith(("GITHUB_", "GHBUILD_REGISTRIES_", "GHBUILD_IMAGES_"))]:
         # a PR event name would refuse the publish; the registries are set per run; settings for the
         # project's own images (e.g. the ROCm stand-in's) name images the bench's config does not have

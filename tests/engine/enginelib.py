@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -20,8 +19,10 @@ from typing import Any
 
 import pytest
 
+from infra import localenv
+
 REPO = Path(__file__).resolve().parents[2]
-LOCAL_ENV = REPO / ".ghbuild" / "local.env"
+LOCAL_ENV = localenv.path()
 
 # Accept header for GET /v2/<name>/manifests/<ref>: every manifest and index type.
 MANIFEST_TYPES = (
@@ -42,23 +43,6 @@ CACHED_BUILD_TIMEOUT = 600
 
 
 # --------------------------------------------------------------------------- small helpers
-
-def parse_env_file(path: Path) -> dict[str, str]:
-    """`export K=V` lines (shell-quoted) as written by `python -m ghbuild.infra up`."""
-    values: dict[str, str] = {}
-    for line in path.read_text("utf-8").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        words = shlex.split(line)
-        if words and words[0] == "export":
-            words = words[1:]
-        for word in words:
-            key, sep, value = word.partition("=")
-            if sep:
-                values[key] = value
-    return values
-
 
 def free_port() -> int:
     """A loopback port nobody listens on (bound and closed again)."""
