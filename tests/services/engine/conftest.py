@@ -40,12 +40,12 @@ from pathlib import Path
 
 import pytest
 
+from fakes.oci import RegistryClient
 from infra import localenv
 
 from .enginelib import (
     LOCAL_ENV,
     REPO,
-    Registry,
     Run,
     Session,
     STRIP_PREFIXES,
@@ -106,7 +106,7 @@ def session(request) -> Session:
     base.update(local)
     # Our own scratch folder (not pytest's basetemp, which concurrent pytest runs on this machine rotate).
     workdir = Path(tempfile.mkdtemp(prefix=f"ghbuild-engine-{sid}-"))
-    registry = Registry(local["GHBUILD_LOCAL_STAGING"])
+    registry = RegistryClient(local["GHBUILD_LOCAL_STAGING"])
     sess = Session(sid=sid, base_env=base, local=local, workdir=workdir, registry=registry, docker=docker)
     base.update({
         "GHBUILD_SCCACHE_KEY_PREFIX": f"ghbuild-test-{sid}",

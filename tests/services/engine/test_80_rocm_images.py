@@ -25,7 +25,6 @@ from infra import rocm_standin
 
 from .enginelib import CONTEXT_FLAGS, COLD_BUILD_TIMEOUT, REPO, ghbuild_argv
 
-pytestmark = pytest.mark.engine
 
 FRAMEWORK = "numpy==1.26.4"
 
