@@ -32,13 +32,14 @@ unit: venv
 	$(PY) -m pytest -q -m "not services" -n $(UNIT_WORKERS)
 
 # Runs the unit tests, then starts the local services, runs the service tests (serially, the engine
-# tests in their file order) and stops the services again, also when a step failed. Fails if any failed.
+# tests in their file order) and stops the services again (the EXIT trap: also after a failure or an
+# interrupt). Fails if either part failed.
 test: venv
 	@$(PY) -m pytest -q -m "not services" -n $(UNIT_WORKERS); unit=$$?; \
+	trap '$(PY) -m infra down' EXIT; \
 	$(PY) -m infra up; up=$$?; \
-	if [ $$up -ne 0 ]; then echo "make test: infra-up failed" >&2; rc=$$up; \
-	else $(PY) -m pytest -q -m services; rc=$$?; fi; \
-	$(PY) -m infra down; \
+	if [ $$up -ne 0 ]; then echo "make test: infra-up failed" >&2; exit $$up; fi; \
+	$(PY) -m pytest -q -m services; rc=$$?; \
 	if [ $$unit -ne 0 ]; then echo "make test: the unit tests failed" >&2; exit $$unit; fi; exit $$rc
 
 # The main job, locally: plan a push to the default branch, build the example CPU image with
