@@ -126,7 +126,7 @@ def test_mislabelled_arch_is_refused_before_anything_moves(session, hub, staged)
     for arch, suffix in (("amd64", "arm64"), ("arm64", "x86_64")):
         status, headers, body = staging.manifest(name, digests[arch])
         assert status == 200
-        put = urllib.request.Request(f"{staging.base}/v2/{name}/manifests/{bad}-{suffix}", data=body, method="PUT",
+        put = urllib.request.Request(f"{staging.url}/v2/{name}/manifests/{bad}-{suffix}", data=body, method="PUT",
                                      headers={"Content-Type": headers["content-type"]})
         with urllib.request.urlopen(put, timeout=30) as resp:
             assert resp.status == 201

@@ -151,7 +151,7 @@ def assert_published(hub, name: str, sha: str, digests: dict[str, str]) -> str:
 def _blob_sha256(hub, name: str, digest: str) -> str:
     """Stream the blob from the hub and hash it (never all in memory)."""
     h = hashlib.sha256()
-    with urllib.request.urlopen(f"{hub.base}/v2/{name}/blobs/{digest}", timeout=120) as resp:
+    with urllib.request.urlopen(f"{hub.url}/v2/{name}/blobs/{digest}", timeout=120) as resp:
         while chunk := resp.read(1 << 20):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
