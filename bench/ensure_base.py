@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -35,18 +34,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ghbuild.naming import pinned  # noqa: E402
+from infra import localenv  # noqa: E402
 CONTEXT = ["--event", "push", "--repository", "ghbuild/ghbuild", "--ref", "main", "--default-branch", "main"]
 
 
 def local_env() -> dict[str, str]:
-    path = REPO / ".ghbuild" / "local.env"
-    if not path.exists():
+    if not localenv.path().exists():
         sys.exit("bench: .ghbuild/local.env is missing: run `make infra-up` first")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "ACTIONS_", "RUNNER_"))}
-    for line in path.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            key, _, value = line.removeprefix("export ").partition("=")
-            env[key] = shlex.split(value)[0] if value else ""
+    env.update(localenv.read())
     return env
 
 

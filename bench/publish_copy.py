@@ -45,11 +45,11 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import hashlib
+import http.client
 import json
 import os
 import resource
 import secrets
-import shlex
 import shutil
 import signal
 import socket
@@ -64,9 +64,12 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]   # the development-only infra package, tests/fakes
+
+from fakes.oci import RegistryClient, RegistryError  # noqa: E402 - the tests' registry client (setup, checks)
+from infra import localenv  # noqa: E402
+
 CACHE_DIR = Path(tempfile.gettempdir()) / "ghbuild-bench-publish"
 CACHE_FORMAT = 1
 MIB = 1 << 20
@@ -82,8 +85,6 @@ MT_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 MT_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 MT_CONFIG = "application/vnd.docker.container.image.v1+json"
 MT_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-ACCEPT = ", ".join((MT_LIST, "application/vnd.oci.image.index.v1+json", MT_MANIFEST,
-                    "application/vnd.oci.image.manifest.v1+json"))
 
 SCENARIOS = {1: "empty hub", 2: "hub has the base layers", 3: "hub has every blob"}
 TOOLS = ("docker", "skopeo", "ghbuild", "floor")
@@ -95,6 +96,11 @@ TOOL_TIMEOUT = 600.0
 
 class BenchError(Exception):
     pass
+
+
+def registry(port: int) -> RegistryClient:
+    """Straight to a registry (or through a relay); 600 s: layer uploads are up to 200 MiB."""
+    return RegistryClient(f"127.0.0.1:{port}", timeout=600)
 
 
 def log(message: str) -> None:
@@ -135,14 +141,9 @@ def _children_cpu() -> float:
 
 
 def local_env() -> dict[str, str]:
-    env = dict(os.environ)
-    path = ROOT / ".ghbuild" / "local.env"
-    if not path.exists():
-        raise BenchError(".ghbuild/local.env missing: run `make infra-up` (or .venv/bin/python -m ghbuild.infra up)")
-    for line in path.read_text().splitlines():
-        if line.startswith("export "):
-            key, _, value = line[len("export "):].partition("=")
-            env[key] = shlex.split(value)[0] if value else ""
+    if not localenv.path().exists():
+        raise BenchError(".ghbuild/local.env missing: run `make infra-up` (or .venv/bin/python -m infra up)")
+    env = {**os.environ, **localenv.read()}
     for key in [k for k in env if k.startswith(("GITHUB_", "GHBUILD_REGISTRIES_", "GHBUILD_IMAGES_"))]:
         # a PR event name would refuse the publish; the registries are set per run; settings for the
         # project's own images (e.g. the ROCm stand-in's) name images the bench's config does not have
@@ -290,90 +291,6 @@ def source_images(layers: dict[str, dict]) -> dict[str, SourceImage]:
     return images
 
 
-# --------------------------------------------------------------------------- registry HTTP (setup, checks, cleanup)
-
-
-class Reg:
-    """Just enough of the distribution API, straight to a registry (or through a relay)."""
-
-    def __init__(self, port: int):
-        self.host = f"127.0.0.1:{port}"
-        self.s = requests.Session()
-        self.s.trust_env = False
-
-    def url(self, path: str) -> str:
-        return f"http://{self.host}/v2/{path}"
-
-    def blob_exists(self, repo: str, digest: str) -> bool:
-        r = self.s.head(self.url(f"{repo}/blobs/{digest}"), timeout=30)
-        if r.status_code not in (200, 404):
-            raise BenchError(f"HEAD blob {self.host}/{repo}@{digest[:19]}: HTTP {r.status_code}")
-        return r.status_code == 200
-
-    def upload(self, repo: str, digest: str, body, size: int) -> None:
-        if self.blob_exists(repo, digest):
-            return
-        r = self.s.post(self.url(f"{repo}/blobs/uploads/"), headers={"Content-Length": "0"}, timeout=30)
-        if r.status_code != 202:
-            raise BenchError(f"POST upload {self.host}/{repo}: HTTP {r.status_code} {r.text[:200]}")
-        location = requests.compat.urljoin(r.url, r.headers["Location"])
-        sep = "&" if "?" in location else "?"
-        r = self.s.put(f"{location}{sep}digest={digest}", data=body, timeout=600,
-                       headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)})
-        if r.status_code != 201:
-            raise BenchError(f"PUT blob {self.host}/{repo}@{digest[:19]}: HTTP {r.status_code} {r.text[:200]}")
-
-    def upload_file(self, repo: str, digest: str, path: str, size: int) -> None:
-        with open(path, "rb") as f:
-            self.upload(repo, digest, f, size)
-
-    def mount(self, repo: str, digest: str, from_repo: str) -> None:
-        r = self.s.post(self.url(f"{repo}/blobs/uploads/"), params={"mount": digest, "from": from_repo},
-                        headers={"Content-Length": "0"}, timeout=30)
-        if r.status_code != 201:
-            if r.status_code == 202:   # not mounted: close the upload session it opened
-                self.s.delete(requests.compat.urljoin(r.url, r.headers["Location"]), timeout=30)
-            raise BenchError(f"mount {digest[:19]} {from_repo} -> {repo}: HTTP {r.status_code}")
-
-    def put_manifest(self, repo: str, ref: str, raw: bytes, media_type: str) -> None:
-        r = self.s.put(self.url(f"{repo}/manifests/{ref}"), data=raw, headers={"Content-Type": media_type},
-                       timeout=30)
-        if r.status_code != 201:
-            raise BenchError(f"PUT manifest {self.host}/{repo}:{ref}: HTTP {r.status_code} {r.text[:200]}")
-
-    def head_manifest(self, repo: str, ref: str) -> tuple[str, int, str] | None:
-        r = self.s.head(self.url(f"{repo}/manifests/{ref}"), headers={"Accept": ACCEPT}, timeout=30)
-        if r.status_code == 404:
-            return None
-        if r.status_code != 200:
-            raise BenchError(f"HEAD manifest {self.host}/{repo}:{ref}: HTTP {r.status_code}")
-        return (r.headers["Docker-Content-Digest"], int(r.headers["Content-Length"]),
-                r.headers.get("Content-Type", "").split(";")[0])
-
-    def get_manifest(self, repo: str, ref: str) -> tuple[bytes, str] | None:
-        r = self.s.get(self.url(f"{repo}/manifests/{ref}"), headers={"Accept": ACCEPT}, timeout=30)
-        if r.status_code == 404:
-            return None
-        if r.status_code != 200:
-            raise BenchError(f"GET manifest {self.host}/{repo}:{ref}: HTTP {r.status_code}")
-        return r.content, r.headers.get("Content-Type", "").split(";")[0]
-
-    def tags(self, repo: str) -> list[str]:
-        r = self.s.get(self.url(f"{repo}/tags/list"), params={"n": 1000}, timeout=30)
-        if r.status_code == 404:
-            return []
-        r.raise_for_status()
-        return list(r.json().get("tags") or [])
-
-    def delete(self, repo: str, kind: str, digest: str) -> bool:
-        r = self.s.delete(self.url(f"{repo}/{kind}/{digest}"), timeout=30)
-        if r.status_code in (200, 202):
-            return True
-        if r.status_code == 404:
-            return False
-        raise BenchError(f"DELETE {kind} {self.host}/{repo}@{digest[:19]}: HTTP {r.status_code}")
-
-
 # --------------------------------------------------------------------------- byte-counting relay
 
 
@@ -498,7 +415,7 @@ class Bench:
         self.staging_repo = f"{self.prefix}/{IMAGE}"
         self.seed_repo = f"{self.prefix}/seed/{IMAGE}"
         self.sha = secrets.token_hex(20)
-        self.staging, self.hub = Reg(STAGING), Reg(HUB)
+        self.staging, self.hub = registry(STAGING), registry(HUB)
         self.tmp = Path(tempfile.mkdtemp(prefix="ghbuild-bench-publish-"))
         self.docker_config = self.tmp / "docker-config"
         self.docker_config.mkdir()
@@ -522,10 +439,10 @@ class Bench:
     def check_services(self) -> None:
         for name, reg in (("staging", self.staging), ("hub", self.hub)):
             try:
-                r = reg.s.get(reg.url(""), timeout=5)
-                if r.status_code != 200:
-                    raise BenchError(f"{name} registry {reg.host}: /v2/ answered {r.status_code}")
-            except requests.RequestException as exc:
+                status, _, _ = reg.request("GET", "/v2/")
+                if status != 200:
+                    raise BenchError(f"{name} registry {reg.host}: /v2/ answered {status}")
+            except (OSError, http.client.HTTPException) as exc:
                 raise BenchError(f"{name} registry {reg.host} not answering ({exc}): run `make infra-up`") from None
         r = subprocess.run([self.docker, "info", "--format", "{{.ServerVersion}}"], env=self.docker_env(),
                            capture_output=True, text=True, timeout=30)
@@ -543,9 +460,10 @@ class Bench:
     def push_sources(self) -> None:
         t0 = time.monotonic()
         for arch, img in self.images.items():
-            self.staging.upload(self.staging_repo, img.config_digest, img.config, len(img.config))
+            self.staging.upload_blob(self.staging_repo, img.config_digest, img.config, len(img.config))
             for layer in img.layers:
-                self.staging.upload_file(self.staging_repo, layer["digest"], layer["path"], layer["size"])
+                with open(layer["path"], "rb") as f:
+                    self.staging.upload_blob(self.staging_repo, layer["digest"], f, layer["size"])
             self.staging.put_manifest(self.staging_repo, f"{self.sha}-{SUFFIX[arch]}", img.manifest, MT_MANIFEST)
         log(f"staging: {self.staging.host}/{self.staging_repo}:{self.sha}-{{x86_64,arm64}} pushed in "
             f"{time.monotonic() - t0:.1f} s")
@@ -554,10 +472,15 @@ class Bench:
         """Every source blob once into a hub repository of ours, to seed targets by mount (no bytes moved)."""
         t0 = time.monotonic()
         for img in self.images.values():
-            self.hub.upload(self.seed_repo, img.config_digest, img.config, len(img.config))
+            self.hub.upload_blob(self.seed_repo, img.config_digest, img.config, len(img.config))
             for layer in img.layers:
-                self.hub.upload_file(self.seed_repo, layer["digest"], layer["path"], layer["size"])
+                with open(layer["path"], "rb") as f:
+                    self.hub.upload_blob(self.seed_repo, layer["digest"], f, layer["size"])
         log(f"hub: seed repository {self.seed_repo} filled in {time.monotonic() - t0:.1f} s")
+
+    def mount(self, repo: str, digest: str, from_repo: str) -> None:
+        if not self.hub.mount_blob(repo, digest, from_repo):
+            raise BenchError(f"mount {digest[:19]} {from_repo} -> {repo}: not mounted")
 
     def seed(self, scenario: int, tool: str, repo: str) -> list[str]:
         notes = []
@@ -567,12 +490,12 @@ class Bench:
             layers = img.layers[:1] if scenario == 2 else img.layers
             blobs = [layer["digest"] for layer in layers] + ([img.config_digest] if scenario == 3 else [])
             for digest in blobs:
-                self.hub.mount(repo, digest, self.seed_repo)
+                self.mount(repo, digest, self.seed_repo)
             if tool == "docker":
                 own = self.recompressed.get(arch)
                 if own:
                     for digest in own[:1] if scenario == 2 else own:
-                        self.hub.mount(repo, digest, self.seed_repo)
+                        self.mount(repo, digest, self.seed_repo)
                 else:
                     notes.append(f"{arch}: the engine's recompressed digests are unknown (no scenario 1 run): "
                                  "seeded with the staging blobs only")
@@ -632,12 +555,12 @@ class Bench:
         if m.scenario == 1:
             own = {}
             for arch in ARCHES:
-                raw, _ = self.hub.get_manifest(m.repo, f"nightly-{SUFFIX[arch]}")
+                raw = self.hub.get_manifest(m.repo, f"nightly-{SUFFIX[arch]}").body
                 own[arch] = [layer["digest"] for layer in json.loads(raw)["layers"]]
             if not self.recompressed:
                 # Keep the engine's own blobs for seeding the reference's targets in scenarios 2 and 3.
                 for digest in {d for ds in own.values() for d in ds}:
-                    self.hub.mount(self.seed_repo, digest, m.repo)
+                    self.mount(self.seed_repo, digest, m.repo)
                 self.recompressed = own
                 same = sum(d == layer["digest"] for a in ARCHES for d, layer in zip(own[a], self.images[a].layers))
                 m.notes.append(f"the engine pushed its own recompressed layers ({4 - same} of 4 digests differ "
@@ -647,7 +570,7 @@ class Bench:
 
     def tool_skopeo(self, m: Measurement, sp: int, hp: int) -> None:
         env, deadline = dict(self.env), time.monotonic() + TOOL_TIMEOUT
-        hub = Reg(hp)
+        hub = registry(hp)
         t0 = time.monotonic()
         for arch in ARCHES:
             self._run([self.skopeo, "copy", "--src-tls-verify=false", "--dest-tls-verify=false",
@@ -657,17 +580,16 @@ class Bench:
         t1 = time.monotonic()
         children = []
         for arch in ARCHES:
-            found = hub.head_manifest(m.repo, f"nightly-{SUFFIX[arch]}")
+            found = hub.descriptor(m.repo, f"nightly-{SUFFIX[arch]}")
             if not found:
                 raise BenchError(f"skopeo: {m.repo}:nightly-{SUFFIX[arch]} missing after the copy")
-            digest, size, mt = found
-            children.append({"mediaType": mt, "size": size, "digest": digest, "platform": PLATFORM[arch]})
+            children.append({**found, "platform": PLATFORM[arch]})
         raw = json.dumps({"schemaVersion": 2, "mediaType": MT_LIST, "manifests": children}, indent=3).encode()
         for tag in (f"nightly-{self.sha}", "nightly"):
             hub.put_manifest(m.repo, tag, raw, MT_LIST)
         m.seconds = time.monotonic() - t0
         m.steps.append(("HEAD x2 + list PUT x2", m.seconds - (t1 - t0)))
-        hub.s.close()
+        hub.close()
 
     def tool_ghbuild(self, m: Measurement, sp: int, hp: int) -> None:
         env = dict(self.env,
@@ -710,16 +632,13 @@ class Bench:
     def tool_floor(self, m: Measurement, sp: int, hp: int) -> None:
         """(d) One POST and one `curl -T <file>` PUT ?digest= per missing blob, all at once: the hub receives,
         hashes and stores exactly what a publish makes it receive, with nothing else running."""
-        hub, deadline = Reg(hp), time.monotonic() + TOOL_TIMEOUT
+        hub, deadline = registry(hp), time.monotonic() + TOOL_TIMEOUT
         blobs = self.floor_blobs(m.scenario)
         t0 = time.monotonic()
         procs = []
         try:
             for digest, path in blobs:
-                r = hub.s.post(hub.url(f"{m.repo}/blobs/uploads/"), headers={"Content-Length": "0"}, timeout=30)
-                if r.status_code != 202:
-                    raise BenchError(f"floor: POST upload {hub.host}/{m.repo}: HTTP {r.status_code}")
-                location = requests.compat.urljoin(r.url, r.headers["Location"])
+                location = hub.upload_url(m.repo)
                 url = f"{location}{'&' if '?' in location else '?'}digest={digest}"
                 # `Expect:` off: curl would wait for a 100 Continue before each body
                 procs.append(subprocess.Popen([self.curl, "-sS", "--fail", "-o", "/dev/null", "-T", str(path),
@@ -738,7 +657,7 @@ class Bench:
         lacking = [digest for digest, _ in blobs if not hub.blob_exists(m.repo, digest)]
         if lacking:
             raise BenchError(f"floor: {len(lacking)} blob(s) missing after the upload")
-        hub.s.close()
+        hub.close()
 
     # ----- one measurement
 
@@ -748,18 +667,18 @@ class Bench:
             return       # not a publish: tool_floor checked that every blob arrived
         per_arch = {}
         for arch in ARCHES:
-            found = self.hub.head_manifest(m.repo, f"nightly-{SUFFIX[arch]}")
+            found = self.hub.descriptor(m.repo, f"nightly-{SUFFIX[arch]}")
             if not found:
                 raise BenchError(f"{m.repo}:nightly-{SUFFIX[arch]} missing")
-            per_arch[arch] = found[0]
-            if m.tool != "docker" and found[0] != self.images[arch].digest:
-                raise BenchError(f"{m.repo}:nightly-{SUFFIX[arch]} is {found[0]}, "
+            per_arch[arch] = found["digest"]
+            if m.tool != "docker" and found["digest"] != self.images[arch].digest:
+                raise BenchError(f"{m.repo}:nightly-{SUFFIX[arch]} is {found['digest']}, "
                                  f"staging has {self.images[arch].digest}")
         for tag in ("nightly", f"nightly-{self.sha}"):
             got = self.hub.get_manifest(m.repo, tag)
             if not got:
                 raise BenchError(f"{m.repo}:{tag} missing")
-            children = {c["platform"]["architecture"]: c["digest"] for c in json.loads(got[0]).get("manifests", [])}
+            children = {c["platform"]["architecture"]: c["digest"] for c in got.json().get("manifests", [])}
             if children != per_arch:
                 raise BenchError(f"{m.repo}:{tag} lists {children}, per-arch tags are {per_arch}")
 
@@ -782,7 +701,7 @@ class Bench:
                 m.bytes_in, m.bytes_out = s.to_client + h.to_client, s.to_server + h.to_server
             self.verify(m)
             m.ok = True
-        except (BenchError, subprocess.SubprocessError, requests.RequestException, OSError) as exc:
+        except (BenchError, RegistryError, subprocess.SubprocessError, http.client.HTTPException, OSError) as exc:
             m.error = str(exc)[:400]
         finally:
             for relay in (s, h):
@@ -824,36 +743,36 @@ class Bench:
         blobs |= {layer["digest"] for img in self.images.values() for layer in img.layers}
         return blobs | {d for ds in self.recompressed.values() for d in ds}
 
-    def clean_repo(self, reg: Reg, repo: str) -> tuple[int, int, bool]:
+    def clean_repo(self, reg: RegistryClient, repo: str) -> tuple[int, int, bool]:
         """Delete every manifest (by digest) and blob link of a repository of ours; (manifests, blobs, ok)."""
         manifests = blobs = 0
         try:
             digests: set[str] = {img.digest for img in self.images.values()}
             repo_blobs = self.known_blobs()
-            for tag in reg.tags(repo):
+            for tag in reg.tags(repo) or []:
                 got = reg.get_manifest(repo, tag)
                 if not got:
                     continue
-                doc = json.loads(got[0])
-                digests.add(sha256(got[0]))
+                doc = got.json()
+                digests.add(sha256(got.body))
                 for child in doc.get("manifests", []):
                     digests.add(child["digest"])
                     sub = reg.get_manifest(repo, child["digest"])
                     if sub:
-                        sub_doc = json.loads(sub[0])
+                        sub_doc = sub.json()
                         repo_blobs |= {b["digest"] for b in [sub_doc.get("config", {}), *sub_doc.get("layers", [])]
                                        if b.get("digest")}
                 repo_blobs |= {b["digest"] for b in [doc.get("config", {}), *doc.get("layers", [])] if b.get("digest")}
             for digest in digests:
-                manifests += reg.delete(repo, "manifests", digest)
+                manifests += reg.delete_manifest(repo, digest)
             for digest in repo_blobs:
-                blobs += reg.delete(repo, "blobs", digest)
-            left = reg.tags(repo)
+                blobs += reg.delete_blob(repo, digest)
+            left = reg.tags(repo) or []
             if left:
                 log(f"cleanup: {reg.host}/{repo} still has tags {left}")
             self.cleaned.add(f"{reg.host}/{repo}")
             return manifests, blobs, not left
-        except (BenchError, requests.RequestException, ValueError) as exc:
+        except (BenchError, RegistryError, OSError, http.client.HTTPException, ValueError) as exc:
             log(f"cleanup: {reg.host}/{repo}: {exc}")
             return manifests, blobs, False
 
@@ -1069,7 +988,7 @@ def main() -> int:
     try:
         bench = Bench(args)
         bench.run()
-    except BenchError as exc:
+    except (BenchError, RegistryError) as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -23,19 +22,17 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))   # the development-only infra package (and tests/fakes)
+
+from infra import localenv  # noqa: E402
+
 COMPILE_STAGES = ("cpp", "rust")
 
 
 def local_env() -> dict[str, str]:
-    env = dict(os.environ)
-    path = ROOT / ".ghbuild" / "local.env"
-    if not path.exists():
+    if not localenv.path().exists():
         sys.exit("bench: .ghbuild/local.env missing: run `make infra-up` first")
-    for line in path.read_text().splitlines():
-        if line.startswith("export "):
-            key, _, value = line[len("export "):].partition("=")
-            env[key] = shlex.split(value)[0] if value else ""
-    return env
+    return {**os.environ, **localenv.read()}
 
 
 def build(env: dict[str, str], image: str, arch: str) -> tuple[dict, float]:

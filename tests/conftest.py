@@ -338,19 +338,22 @@ def read_outputs(text: str) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- a throwaway registry
 
-@pytest.fixture(scope="module")
-def registry_url(tmp_path_factory: pytest.TempPathFactory):
-    """A real registry (distribution) on loopback for the tests of one module (a module may override it)."""
-    from fakes.registry_server import running_registry
+# The throwaway registry itself (`registry_url`) is a service: tests/services/conftest.py starts it, and
+# marks every test below tests/services `services`. `reg` stays here while tests/test_prune.py (which
+# brings its own `registry_url`) lives at this level; it moves to tests/services/conftest.py with it.
 
-    with running_registry(tmp_path_factory.mktemp("registry")) as url:
-        yield url
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test outside tests/services that starts a throwaway registry is a service test too."""
+    for item in items:
+        if "registry_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.services)
 
 
 @pytest.fixture
 def reg(registry_url: str):
     """Plain HTTP access to that registry: pushes test images, checks results."""
-    from fakes.dockerhub import RegistryClient
+    from fakes.oci import RegistryClient
 
     client = RegistryClient(registry_url)
     yield client

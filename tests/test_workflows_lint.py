@@ -5,7 +5,7 @@ code work: the build-image JavaScript action (with node, against a fake `ghbuild
 action's caching (a second setup in a job does nothing).
 
 No network, no engine: these run in every `make test`. The workflows are run for real by
-tests/engine/test_90_workflows_act.py.
+tests/services/engine/test_90_workflows_act.py.
 """
 
 from __future__ import annotations

@@ -41,13 +41,11 @@ import socket
 import struct
 import threading
 import time
-import traceback
 import urllib.parse
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
-LOOPBACK = "127.0.0.1"
+from .httpserver import LoopbackService, QuietHandler, reply, reply_json
 CHUNK = 64 * 1024
 
 # Hop-by-hop headers (RFC 9110 7.6.1) plus the framing ones the proxy sets itself.
@@ -125,63 +123,12 @@ class _ClientGone(Exception):
     """The client closed its side while the proxy was reading from or writing to it."""
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     timeout = 60  # an idle keep-alive connection is dropped after this (bounds the handler threads)
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - quiet
-        pass
-
-    def _proxy(self) -> None:
-        self.server.proxy._handle(self)  # type: ignore[attr-defined]
-
-    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _proxy
+    do_OPTIONS = QuietHandler._handle
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = False
-
-    def __init__(self, proxy: FaultProxy, port: int):
-        self.proxy = proxy
-        self._track = threading.Lock()
-        self._sockets: set[socket.socket] = set()
-        self._conn_threads: set[threading.Thread] = set()
-        super().__init__((LOOPBACK, port), _Handler)
-
-    def process_request(self, request, client_address) -> None:
-        thread = threading.Thread(target=self._run, args=(request, client_address), daemon=True,
-                                  name="FaultProxy-conn")
-        with self._track:
-            self._sockets.add(request)
-            self._conn_threads.add(thread)
-        thread.start()
-
-    def _run(self, request, client_address) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except (OSError, _Reset, _ClientGone):
-            pass  # a client that went away (or that we reset) is not the proxy's error
-        except Exception:  # noqa: BLE001
-            self.proxy.errors.append(traceback.format_exc())
-        finally:
-            self.shutdown_request(request)
-            with self._track:
-                self._sockets.discard(request)
-                self._conn_threads.discard(threading.current_thread())
-
-    def close_connections(self) -> list[threading.Thread]:
-        with self._track:
-            sockets, threads = list(self._sockets), list(self._conn_threads)
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        return threads
-
-
-class FaultProxy:
+class FaultProxy(LoopbackService):
     """Reverse proxy to ``upstream`` (``http://host:port``) on 127.0.0.1 with injectable faults and a log."""
 
     def __init__(self, upstream: str, port: int = 0, upstream_timeout: float = 120.0):
@@ -191,10 +138,9 @@ class FaultProxy:
         self.upstream_netloc = u.netloc
         self._up_host, self._up_port = u.hostname, u.port or 80
         self.upstream_timeout = upstream_timeout
-        self._port = port
+        super().__init__(port)
         # Optional auth gate: gate(method, path, query, headers) -> None (forward) or (status, headers).
         self.gate = None
-        self.errors: list[str] = []
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight = 0           # requests being handled (not idle keep-alive connections)
@@ -202,33 +148,18 @@ class FaultProxy:
         self._log: list[LogEntry] = []
         self._upstreams: set[http.client.HTTPConnection] = set()
         self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.host = ""                # "127.0.0.1:<port>", what a registry client is given
-        self.url = ""                 # "http://127.0.0.1:<port>"
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> FaultProxy:
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        self._server = _Server(self, self._port)
-        host, port = self._server.server_address[:2]
-        self.host, self.url = f"{host}:{port}", f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True, name="FaultProxy-serve")
-        self._thread.start()
-        return self
+    handler = _Handler
+    quiet_errors = (OSError, _Reset, _ClientGone)   # a client that went away (or that we reset)
+    join_timeout = 10.0
 
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        self._stopping.set()                       # wakes delays
-        server.shutdown()                          # no new connections
-        server.server_close()
-        threads = server.close_connections()       # idle keep-alive readers see EOF
+    def start(self) -> FaultProxy:
+        self._stopping.clear()
+        return super().start()
+
+    def _wake(self) -> None:
         with self._lock:
             upstreams = list(self._upstreams)
         for conn in upstreams:                     # handlers blocked on the upstream wake up
@@ -238,20 +169,13 @@ class FaultProxy:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-        for thread in threads:
-            thread.join(timeout=10)
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-        alive = [t for t in threads if t.is_alive()]
+
+    def stop(self) -> list[threading.Thread]:
+        self._stopping.set()                       # wakes delays
+        alive = super().stop()
         if alive:
             self.errors.append(f"{len(alive)} connection thread(s) still running after stop()")
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        return alive
 
     # ------------------------------------------------------------------ rules
 
@@ -340,7 +264,7 @@ class FaultProxy:
 
     # ------------------------------------------------------------------ serving
 
-    def _handle(self, h: _Handler) -> None:
+    def handle(self, h: _Handler) -> None:
         start = time.monotonic()
         method, target = h.command, h.path
         split = urllib.parse.urlsplit(target)
@@ -451,19 +375,8 @@ class FaultProxy:
             code = _ERROR_CODES.get(status, "UNAVAILABLE" if status >= 500 else "UNKNOWN")
             payload = json.dumps({"errors": [{"code": code, "message": f"injected by faultproxy ({rule.name})",
                                               "detail": None}]}).encode()
-        headers = {"Content-Type": "application/json; charset=utf-8", **rule.headers}
-        h.send_response_only(status)
-        h.send_header("Date", h.date_time_string())
-        for key, value in headers.items():
-            h.send_header(key, value)
-        no_body = h.command == "HEAD" or status in (204, 304) or status < 200
-        if status not in (204, 304) and status >= 200:
-            h.send_header("Content-Length", str(len(payload)))
         try:
-            h.end_headers()
-            if not no_body:
-                h.wfile.write(payload)
-                state["resp"] = len(payload)
+            state["resp"] = reply(h, status, payload, {"Content-Type": "application/json; charset=utf-8", **rule.headers})
         except OSError as exc:
             raise _ClientGone(str(exc)) from exc
         state["status"] = status
@@ -587,15 +500,8 @@ class FaultProxy:
     def _bad_gateway(self, h: _Handler, state: dict, message: str) -> None:
         state["action"], state["error"] = "upstream-error", message
         h.close_connection = True
-        payload = json.dumps({"errors": [{"code": "UNAVAILABLE", "message": message}]}).encode()
         try:
-            h.send_response_only(502)
-            h.send_header("Content-Type", "application/json")
-            h.send_header("Content-Length", str(len(payload)))
-            h.send_header("Connection", "close")
-            h.end_headers()
-            if h.command != "HEAD":
-                h.wfile.write(payload)
+            reply_json(h, 502, {"errors": [{"code": "UNAVAILABLE", "message": message}]}, {"Connection": "close"})
         except OSError as exc:
             raise _ClientGone(str(exc)) from exc
         state["status"] = 502

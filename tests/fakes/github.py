@@ -44,15 +44,9 @@ import urllib.parse
 from datetime import datetime, timezone
 from typing import Any
 
-from .dockerhub import (
-    INDEX_TYPES,
-    FakeServer,
-    RegistryClient,
-    Request,
-    Response,
-    bearer_token,
-    utc,
-)
+from .dockerhub import bearer_token, utc
+from .httpserver import FakeServer, Request, Response
+from .oci import INDEX_TYPES, RegistryClient
 
 DOCS = "https://docs.github.com/rest"
 API_VERSION = "2022-11-28"

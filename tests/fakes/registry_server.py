@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -16,11 +15,7 @@ from pathlib import Path
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from .httpserver import free_port
 
 
 def answers(url: str) -> bool:

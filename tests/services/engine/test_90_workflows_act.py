@@ -38,9 +38,9 @@ import pytest
 from act import harness
 from fakes import github as github_fake
 
-from .enginelib import Registry
+from fakes.oci import RegistryClient
 
-pytestmark = pytest.mark.engine
+
 
 VERSION = "1.2.3"
 INDEX_TYPES = {"application/vnd.docker.distribution.manifest.list.v2+json",
@@ -55,8 +55,8 @@ class Suite(harness.Act):
     """The act setup of this module, with where its runs write and what they were given."""
 
     namespace: str = ""
-    staging: Registry | None = None
-    hub: Registry | None = None
+    staging: RegistryClient | None = None
+    hub: RegistryClient | None = None
     local: dict[str, str] = field(default_factory=dict)
     aws_secret: str = ""
     secret_values: set[str] = field(default_factory=set)
@@ -95,7 +95,7 @@ def act(session):
     }
     runner = Suite(tree=tree, sha=sha, scratch=scratch, env=env, rewrites=rewrites,
                    variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "sccache --version"},
-                   namespace=namespace, staging=session.registry, hub=Registry(local["GHBUILD_LOCAL_HUB"]),
+                   namespace=namespace, staging=session.registry, hub=RegistryClient(local["GHBUILD_LOCAL_HUB"]),
                    local=local, aws_secret=session.base_env["AWS_SECRET_ACCESS_KEY"])
     session.created_repos.update({f"{namespace}/{name}" for name in ("cpu", "rocm-base", "rocm", "cache")})
     session.used_shas.add(sha)
@@ -117,12 +117,12 @@ def trusted_secrets(act) -> dict[str, str]:
     return secrets
 
 
-def digest_of(reg: Registry, name: str, ref: str) -> str | None:
+def digest_of(reg: RegistryClient, name: str, ref: str) -> str | None:
     status, headers, _ = reg.manifest(name, ref, method="HEAD")
     return headers.get("docker-content-digest") if status == 200 else None
 
 
-def architecture(reg: Registry, name: str, ref: str) -> str:
+def architecture(reg: RegistryClient, name: str, ref: str) -> str:
     status, headers, body = reg.manifest(name, ref)
     assert status == 200, f"{name}:{ref}: HTTP {status}"
     assert headers["content-type"].split(";")[0] in IMAGE_TYPES, headers["content-type"]
@@ -169,7 +169,7 @@ def push_run(act):
 @pytest.fixture(scope="module")
 def fork_pr_run(act, push_run):
     payload = harness.event_payload("pull_request", act.sha)
-    tags_before = set(act.staging.tags(f"{act.namespace}/cpu")[1])
+    tags_before = set(act.staging.tags(f"{act.namespace}/cpu") or [])
     # GitHub gives a fork's pull request no secrets, only a read-only token.
     run = act.run("ci-fork-pr", "pull_request", ".github/workflows/ci.yml", payload,
                   secrets={"GITHUB_TOKEN": f"ghs_readonly{uuid.uuid4().hex}"}, timeout=ACT_TIMEOUT)
@@ -236,10 +236,9 @@ def test_push_logged_in_with_the_job_token_and_reported_the_gha_cache(act, push_
     assert "cache-to type=gha" in push_run.log and "skipped" in push_run.log
 
 
-
 def test_fork_pull_request_is_green_and_pushes_nothing(act, fork_pr_run):
     assert_green(fork_pr_run, {"/plan", "/cpu-amd64", "/cpu-arm64", "/summary"})
-    assert set(act.staging.tags(f"{act.namespace}/cpu")[1]) == fork_pr_run.tags_before
+    assert set(act.staging.tags(f"{act.namespace}/cpu") or []) == fork_pr_run.tags_before
     assert digests_output(fork_pr_run) == {}
     assert fork_pr_run.records == [], "a fork's pull request must not log in anywhere"
     assert "--push ignored" in fork_pr_run.log
@@ -346,7 +345,7 @@ def test_the_documented_caller_builds_in_a_fork_without_secrets(act, fork_caller
     run = fork_caller_run
     assert_green(run, {"/plan", "/cpu-amd64", "/summary"})
     name = f"{run.namespace}/cpu"
-    tags = act.staging.tags(name)[1]
+    tags = act.staging.tags(name) or []
     own = [t for t in tags if re.fullmatch(rf"preview-main-[0-9a-f]{{12}}-{run.sha}-x86_64", t)]
     assert len(own) == 1 and len(tags) == 1, f"only its own preview tag, got {tags}"
     digest = digest_of(act.staging, name, own[0])
@@ -359,7 +358,6 @@ def test_the_documented_caller_builds_in_a_fork_without_secrets(act, fork_caller
     # No AWS secrets: sccache degrades, the build does not fail; the job token logs in to ghcr.io.
     assert re.search(r"sccache (anonymous|local)", run.log), "the degraded sccache mode must be reported"
     assert [(r["registry"], r["password_set"]) for r in run.records] == [("ghcr.io", True)]
-
 
 
 # --------------------------------------------------------------------------- ROCm on a runner without GPUs
@@ -395,7 +393,7 @@ def test_rocm_base_is_ensured_and_the_gpu_job_stops_at_the_runner_check(act, roc
     assert re.fullmatch(r"[0-9a-f]{64}", identity), bases
     jobs = run.jobs
     assert jobs.get("images/build images/base rocm-base amd64") == "succeeded", jobs
-    assert f"rocm-base-{identity}" in act.staging.tags(f"{act.namespace}/rocm-base")[1]
+    assert f"rocm-base-{identity}" in (act.staging.tags(f"{act.namespace}/rocm-base") or [])
     assert jobs.get("images/build images/rocm-amd64") == "failed", jobs
     assert jobs.get("images/build images/summary") == "succeeded", jobs
     assert "FAIL  kfd: /dev/kfd does not exist" in run.log
@@ -404,7 +402,7 @@ def test_rocm_base_is_ensured_and_the_gpu_job_stops_at_the_runner_check(act, roc
     report = run.artifacts / "ghbuild-diagnose-rocm-amd64"
     assert (report / "index.json").is_file() and (report / "summary.md").is_file(), list(report.glob("*"))
     assert digests_output(run) == {}
-    assert act.staging.tags(f"{act.namespace}/rocm")[1] == []
+    assert not act.staging.tags(f"{act.namespace}/rocm")
 
 
 def test_no_secret_in_any_act_log(act, push_run, fork_pr_run, nightly_run, release_run, fork_caller_run, rocm_run):

@@ -11,7 +11,6 @@ builds after the first one are layer-cached.
 from __future__ import annotations
 
 import http.client
-import http.server
 import json
 import socket
 import subprocess
@@ -23,9 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from .enginelib import free_port
+from fakes.httpserver import LoopbackService, free_port, reply
 
-pytestmark = pytest.mark.engine
 
 HELPER = "/usr/local/lib/ghbuild/sccache.sh"
 
@@ -168,62 +166,42 @@ def test_bad_endpoint_is_refused_without_printing_it(session, endpoint, hidden, 
 
 # --------------------------------------------------------------------------- S3 fails after the preflight
 
-class _ProbeThenDown(http.server.ThreadingHTTPServer):
+class _ProbeThenDown(LoopbackService):
     """An HTTP proxy to the real S3 that serves ghbuild's preflight (HEAD bucket, PUT and DELETE of the
     write probe), then stops listening: S3 "goes down" between the preflight and the build."""
 
-    daemon_threads = True
-
     def __init__(self, upstream: str):
+        super().__init__()
         self.upstream = upstream.removeprefix("http://")
         self.down = threading.Event()
-        super().__init__(("127.0.0.1", 0), _ProxyHandler)
 
-
-class _ProxyHandler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def _forward(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
-        upstream = http.client.HTTPConnection(self.server.upstream, timeout=30)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "expect")}
-        upstream.request(self.command, self.path, body=body, headers=headers)
+    def handle(self, h):
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length) if length else None
+        upstream = http.client.HTTPConnection(self.upstream, timeout=30)
+        headers = {k: v for k, v in h.headers.items() if k.lower() not in ("connection", "expect")}
+        upstream.request(h.command, h.path, body=body, headers=headers)
         resp = upstream.getresponse()
         data = resp.read()
-        self.send_response(resp.status)
-        for key, value in resp.getheaders():
-            if key.lower() not in ("connection", "transfer-encoding", "content-length"):
-                self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        h.close_connection = True
+        reply(h, resp.status, data, {**{k: v for k, v in resp.getheaders()
+                                        if k.lower() not in ("connection", "transfer-encoding", "content-length", "date")},
+                                     "Connection": "close"})
         upstream.close()
-        if self.command == "DELETE" and self.path.split("?")[0].endswith(".ghbuild-write-probe"):
-            self.server.down.set()
-
-    do_GET = do_HEAD = do_PUT = do_DELETE = do_POST = _forward
-
-    def log_message(self, *args):
-        pass
+        if h.command == "DELETE" and h.path.split("?")[0].endswith(".ghbuild-write-probe"):
+            self.down.set()
 
 
 @pytest.fixture
 def s3_that_dies_after_the_preflight(session):
-    server = _ProbeThenDown(session.base_env["GHBUILD_SCCACHE_ENDPOINT"])
-    port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    server = _ProbeThenDown(session.base_env["GHBUILD_SCCACHE_ENDPOINT"]).start()
 
     def stopper():
         server.down.wait(timeout=600)
-        server.shutdown()
-        server.server_close()        # the port is closed from now on
+        server.stop()                # the port is closed from now on
 
     threading.Thread(target=stopper, daemon=True).start()
-    yield f"http://127.0.0.1:{port}", server
+    yield server.url, server
     server.down.set()
 
 

@@ -23,8 +23,6 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from ghbuild.naming import split_reference
-
 from .common import (
     BASE_INDEX_REPO,
     BASE_INDEX_TAG,
@@ -103,12 +101,17 @@ def _manifest(host: str, name: str, reference: str) -> tuple[str, bytes, str] | 
 
 def base_digest(base_image: str) -> str | None:
     """The manifest digest of a registry base image (an index for the local Debian base)."""
-    host, name, reference = split_reference(base_image)
-    if "." not in host and ":" not in host and host != "localhost":
+    # A registry reference `host[:port]/name(:tag|@digest)`; infra never imports ghbuild (its own parser
+    # is ghbuild.naming.split_reference, which maps short names to docker.io).
+    host, _, rest = base_image.partition("/")
+    if not rest or ("." not in host and ":" not in host and host != "localhost"):
         return None  # a Docker Hub short name: not reachable here; the reference alone is hashed
+    name, at, reference = rest.partition("@")
+    if not at:
+        name, _, reference = rest.rpartition(":") if ":" in rest else (rest, "", "latest")
     got = _manifest(host, name, reference)
     if got is None:
-        raise InfraError(STEP, f"base image {base_image} is not in its registry (run `python -m ghbuild.infra up`)")
+        raise InfraError(STEP, f"base image {base_image} is not in its registry (run `make infra-up`)")
     return got[2]
 
 

@@ -198,8 +198,8 @@ def test_a_ref_with_other_labels_is_never_built_over(session: Session, project: 
     # someone put the v1 image (labels of another identity) under the new identity's tag
     status, headers, body = session.registry.manifest(repo, first.report["digest"])
     assert status == 200
-    put = session.registry.request("PUT", f"/v2/{repo}/manifests/tiny-{identity}",
-                                   {"Content-Type": headers["content-type"]}, data=body)
+    put = session.registry.request("PUT", f"/v2/{repo}/manifests/tiny-{identity}", body=body,
+                                   headers={"Content-Type": headers["content-type"]})
     assert put[0] == 201, put
     run = ghb(session, project, "ensure-squatted", "ensure-base", "--image", "tiny", env=env)
     assert run.rc == 12, run.tail()

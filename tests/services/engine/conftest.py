@@ -1,6 +1,6 @@
 """Fixtures for the engine tests: the REAL Docker engine (BuildKit), staging registry and S3.
 
-Nothing here is mocked. Every test talks to the local services of `python -m ghbuild.infra up`
+Nothing here is mocked. Every test talks to the local services of `python -m infra up`
 (loopback only) and runs `ghbuild build` as a subprocess, the way a workflow does.
 
 Isolation from other users of the same machine and from earlier sessions:
@@ -19,7 +19,7 @@ is cold either way; test_99 scans the output of every ghbuild run of the session
 Builds are never retried: concurrent builds on one machine must not disturb each other (see
 test_45_sccache_port_collision.py).
 
-Services: `python -m ghbuild.infra status`, and `up` when .ghbuild/local.env is missing or a service
+Services: `python -m infra status`, and `up` when .ghbuild/local.env is missing or a service
 is down. If they cannot be had, the session fails under CI=true and is skipped (with the reason)
 elsewhere.
 
@@ -40,14 +40,15 @@ from pathlib import Path
 
 import pytest
 
+from fakes.oci import RegistryClient
+from infra import localenv
+
 from .enginelib import (
     LOCAL_ENV,
     REPO,
-    Registry,
     Run,
     Session,
     STRIP_PREFIXES,
-    parse_env_file,
 )
 
 
@@ -55,13 +56,13 @@ from .enginelib import (
 
 def _infra(*args: str, timeout: float) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(STRIP_PREFIXES)}
-    return subprocess.run([sys.executable, "-m", "ghbuild.infra", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "infra", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, errors="replace", timeout=timeout)
 
 
 def _unavailable(reason: str) -> None:
     """No services: CI must fail loudly (never a silent skip); elsewhere skip with the reason."""
-    message = f"engine tests need the local services (python -m ghbuild.infra up): {reason}"
+    message = f"engine tests need the local services (python -m infra up): {reason}"
     if os.environ.get("CI") == "true":
         pytest.fail(message, pytrace=False)
     pytest.skip(reason=message)
@@ -75,23 +76,23 @@ def _ensure_services() -> dict[str, str]:
         except subprocess.TimeoutExpired:
             status = None
         if status is not None and status.returncode == 0:
-            return parse_env_file(LOCAL_ENV)
+            return localenv.read()
         why = "status reported a service down" if status is not None else "status timed out"
     else:
         why = f"{LOCAL_ENV} is missing"
     try:
         up = _infra("up", timeout=2400)
     except subprocess.TimeoutExpired:
-        _unavailable(f"{why}; `python -m ghbuild.infra up` did not finish within 40 minutes")
+        _unavailable(f"{why}; `python -m infra up` did not finish within 40 minutes")
     if up.returncode != 0:
         last = (up.stderr.strip().splitlines() or ["(no output)"])[-1]
-        _unavailable(f"{why}; `python -m ghbuild.infra up` exited {up.returncode}: {last}")
+        _unavailable(f"{why}; `python -m infra up` exited {up.returncode}: {last}")
     if not LOCAL_ENV.exists():
-        _unavailable(f"`python -m ghbuild.infra up` succeeded but did not write {LOCAL_ENV}")
+        _unavailable(f"`python -m infra up` succeeded but did not write {LOCAL_ENV}")
     status = _infra("status", timeout=120)
     if status.returncode != 0:
         _unavailable("services still down after `up`:\n" + status.stdout)
-    return parse_env_file(LOCAL_ENV)
+    return localenv.read()
 
 
 @pytest.fixture(scope="session")
@@ -105,7 +106,7 @@ def session(request) -> Session:
     base.update(local)
     # Our own scratch folder (not pytest's basetemp, which concurrent pytest runs on this machine rotate).
     workdir = Path(tempfile.mkdtemp(prefix=f"ghbuild-engine-{sid}-"))
-    registry = Registry(local["GHBUILD_LOCAL_STAGING"])
+    registry = RegistryClient(local["GHBUILD_LOCAL_STAGING"])
     sess = Session(sid=sid, base_env=base, local=local, workdir=workdir, registry=registry, docker=docker)
     base.update({
         "GHBUILD_SCCACHE_KEY_PREFIX": f"ghbuild-test-{sid}",

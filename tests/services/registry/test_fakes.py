@@ -17,7 +17,7 @@ import requests
 
 from fakes import dockerhub  # tests/ is on sys.path (rootdir-relative import mode)
 from fakes import github as ghfake
-from fakes.dockerhub import MT_OCI_INDEX, MT_OCI_MANIFEST, RegistryClient
+from fakes.oci import MT_OCI_INDEX, MT_OCI_MANIFEST, RegistryClient
 
 HUB_USER, HUB_SECRET = "ghbuild", "dckr_pat_test"
 GH_TOKEN = "t"

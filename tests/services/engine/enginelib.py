@@ -6,30 +6,21 @@ import contextlib
 import hashlib
 import json
 import os
-import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-LOCAL_ENV = REPO / ".ghbuild" / "local.env"
+from fakes.oci import RegistryClient
+from infra import localenv
 
-# Accept header for GET /v2/<name>/manifests/<ref>: every manifest and index type.
-MANIFEST_TYPES = (
-    "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.oci.image.index.v1+json",
-)
+REPO = Path(__file__).resolve().parents[3]
+LOCAL_ENV = localenv.path()
 
 # The example job of the issue: a trusted push to the default branch of the canonical repository.
 CONTEXT_FLAGS = ("--event", "push", "--repository", "ghbuild/ghbuild", "--ref", "main", "--default-branch", "main")
@@ -42,30 +33,6 @@ CACHED_BUILD_TIMEOUT = 600
 
 
 # --------------------------------------------------------------------------- small helpers
-
-def parse_env_file(path: Path) -> dict[str, str]:
-    """`export K=V` lines (shell-quoted) as written by `python -m ghbuild.infra up`."""
-    values: dict[str, str] = {}
-    for line in path.read_text("utf-8").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        words = shlex.split(line)
-        if words and words[0] == "export":
-            words = words[1:]
-        for word in words:
-            key, sep, value = word.partition("=")
-            if sep:
-                values[key] = value
-    return values
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on (bound and closed again)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def sha_for(sid: str, name: str) -> str:
     """A 40-hex commit sha unique to this session and build: every build gets its own tag."""
@@ -121,60 +88,6 @@ class Run:
         return self.stdout.splitlines() + self.stderr.splitlines()
 
 
-# --------------------------------------------------------------------------- registry / docker / S3
-
-class Registry:
-    """The plain OCI distribution HTTP API of the staging registry."""
-
-    def __init__(self, host: str):
-        self.host = host
-        self.base = f"http://{host}"
-
-    def request(self, method: str, path: str, headers: dict[str, str] | None = None,
-                timeout: float = 30, data: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
-        req = urllib.request.Request(self.base + path, method=method, headers=headers or {}, data=data)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
-
-    def manifest(self, name: str, ref: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
-        return self.request(method, f"/v2/{name}/manifests/{ref}", {"Accept": ", ".join(MANIFEST_TYPES)})
-
-    def blob_json(self, name: str, digest: str) -> Any:
-        status, _, body = self.request("GET", f"/v2/{name}/blobs/{digest}")
-        assert status == 200, f"GET blob {name}@{digest}: HTTP {status}"
-        assert "sha256:" + hashlib.sha256(body).hexdigest() == digest, "blob content does not match its digest"
-        return json.loads(body)
-
-    def tags(self, name: str) -> tuple[int, list[str]]:
-        status, _, body = self.request("GET", f"/v2/{name}/tags/list")
-        if status != 200:
-            return status, []
-        return status, json.loads(body).get("tags") or []
-
-    def delete_repository_manifests(self, name: str) -> None:
-        status, tags = self.tags(name)
-        digests = set()
-        for tag in tags:
-            st, headers, _ = self.manifest(name, tag, method="HEAD")
-            if st == 200 and headers.get("docker-content-digest"):
-                digests.add(headers["docker-content-digest"])
-        for digest in digests:
-            self.request("DELETE", f"/v2/{name}/manifests/{digest}")
-
-
-def split_ref(ref: str) -> tuple[str, str, str]:
-    """'127.0.0.1:5000/a/b:tag' or '...@sha256:..' -> (host, name, tag-or-digest)."""
-    host, _, rest = ref.partition("/")
-    if "@" in rest:
-        name, _, reference = rest.partition("@")
-    else:
-        name, _, reference = rest.rpartition(":")
-    return host, name, reference
-
-
 # --------------------------------------------------------------------------- the session
 
 @dataclass
@@ -183,7 +96,7 @@ class Session:
     base_env: dict[str, str]       # inherited env, stripped, + local.env + this session's isolation
     local: dict[str, str]          # .ghbuild/local.env as written by infra up
     workdir: Path                  # this session's scratch (TMPDIRs, logs, docker save output)
-    registry: Registry
+    registry: RegistryClient
     docker: str
     runs: list[Run] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)   # every secret value handed to any run

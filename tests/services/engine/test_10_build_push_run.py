@@ -5,11 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-import pytest
 
-from .enginelib import MANIFEST_TYPES, split_ref
-
-pytestmark = pytest.mark.engine
+from fakes.oci import MANIFEST_TYPES
+from ghbuild.naming import split_reference
 
 
 def test_report_names_the_pushed_image(first_build, session):
@@ -30,7 +28,7 @@ def test_report_names_the_pushed_image(first_build, session):
 def test_registry_serves_the_reported_digest(first_build, session):
     """GET /v2/<name>/manifests/<tag>: Docker-Content-Digest is the report's digest, and is the body's hash."""
     report = first_build.report
-    _, name, tag = split_ref(report["tags"][0])
+    _, name, tag = split_reference(report["tags"][0])
     status, headers, body = session.registry.manifest(name, tag)
     assert status == 200, body[:500]
     assert headers["content-type"] in MANIFEST_TYPES

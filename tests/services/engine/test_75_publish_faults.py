@@ -28,11 +28,11 @@ import urllib.request
 import pytest
 
 from fakes.faultproxy import FaultProxy
+from fakes.oci import RegistryClient
 
-from .enginelib import REPO, Registry, ghbuild_argv
+from .enginelib import REPO, ghbuild_argv
 from .test_70_publish_nightly import INDEX_TYPES, _push_stage
 
-pytestmark = pytest.mark.engine
 
 ARCH_TAGS = {"amd64": "nightly-x86_64", "arm64": "nightly-arm64"}
 ATTEMPTS, DELAY = 4, 2.0          # ghbuild.registry.Registry defaults, used by `publish nightly`
@@ -43,12 +43,12 @@ ATTEMPTS, DELAY = 4, 2.0          # ghbuild.registry.Registry defaults, used by 
 
 @pytest.fixture(scope="module")
 def hub(session):
-    reg = Registry(session.local["GHBUILD_LOCAL_HUB"])
+    reg = RegistryClient(session.local["GHBUILD_LOCAL_HUB"])
     reg.created = set()           # repositories this module published to
     reg.digests = set()           # manifests it may have pushed there (also the untagged ones)
     yield reg
     for name in sorted(reg.created):
-        _status, tags = reg.tags(name)
+        tags = reg.tags(name) or []
         digests = set(reg.digests)
         for tag in tags:
             digests.add(_digest(reg, name, tag))
@@ -78,7 +78,7 @@ def proxy(session):
 # --------------------------------------------------------------------------- helpers
 
 
-def _digest(reg: Registry, name: str, ref: str) -> str | None:
+def _digest(reg: RegistryClient, name: str, ref: str) -> str | None:
     status, headers, _ = reg.manifest(name, ref, method="HEAD")
     return headers.get("docker-content-digest") if status == 200 else None
 
@@ -151,7 +151,7 @@ def assert_published(hub, name: str, sha: str, digests: dict[str, str]) -> str:
 def _blob_sha256(hub, name: str, digest: str) -> str:
     """Stream the blob from the hub and hash it (never all in memory)."""
     h = hashlib.sha256()
-    with urllib.request.urlopen(f"{hub.base}/v2/{name}/blobs/{digest}", timeout=120) as resp:
+    with urllib.request.urlopen(f"{hub.url}/v2/{name}/blobs/{digest}", timeout=120) as resp:
         while chunk := resp.read(1 << 20):
             h.update(chunk)
     return "sha256:" + h.hexdigest()

@@ -17,9 +17,10 @@ import time
 
 import pytest
 
-from .enginelib import REPO, Run, kill_group, split_ref
+from ghbuild.naming import split_reference
 
-pytestmark = pytest.mark.engine
+from .enginelib import REPO, Run, kill_group
+
 
 TARGET_CHAIN = {"os-base", "sccache"}
 STEP_RE = re.compile(r"^#(\d+) \[(?:linux/\w+ )?([\w.-]+) \d+/\d+\]")
@@ -84,7 +85,7 @@ def arm64_run(session):
 
 def test_arm64_stage_was_built_and_pushed(arm64_run, session):
     assert "naming to " + arm64_run["tag"] in arm64_run["stderr"], arm64_run["stderr"][-3000:]
-    _, repo, tag = split_ref(arm64_run["tag"])
+    _, repo, tag = split_reference(arm64_run["tag"])
     status, headers, body = session.registry.manifest(repo, tag)
     assert status == 200, f"arm64 tag not in the registry: HTTP {status}"
     manifest = json.loads(body)

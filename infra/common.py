@@ -1,4 +1,4 @@
-"""Shared helpers for ``ghbuild.infra``: paths, progress output, errors, commands, HTTP.
+"""Shared helpers for ``infra``: paths, progress output, errors, commands, HTTP.
 
 Standard library only: ``up`` must work before the project's own dependencies are installed.
 """
@@ -89,11 +89,11 @@ def step(name: str) -> Iterator[None]:
 
 
 def repo_root() -> Path:
-    """Parent of the ``ghbuild`` package when it is a source checkout, else the cwd."""
+    """The checkout this ``infra`` package lives in (it is never installed), else the cwd."""
     override = os.environ.get("GHBUILD_INFRA_ROOT")
     if override:
         return Path(override).resolve()
-    candidate = Path(__file__).resolve().parent.parent.parent
+    candidate = Path(__file__).resolve().parent.parent
     if (candidate / "pyproject.toml").is_file() or (candidate / ".git").exists():
         return candidate
     return Path.cwd().resolve()

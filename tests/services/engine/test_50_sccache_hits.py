@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from .enginelib import split_ref
-
-pytestmark = pytest.mark.engine
+from ghbuild.naming import split_reference
 
 
 def prune(session):
@@ -91,7 +89,7 @@ def test_summary_line_reports_the_hits(second_build):
 
 def test_rebuilt_image_is_pushed_and_works(session, second_build):
     report = second_build.report
-    _, name, tag = split_ref(report["tags"][0])
+    _, name, tag = split_reference(report["tags"][0])
     status, headers, _ = session.registry.manifest(name, tag)
     assert status == 200 and headers["docker-content-digest"] == report["digest"]
     proc = session.docker_run("run", "--rm", report["ref"], timeout=300)

@@ -9,8 +9,6 @@ import tarfile
 
 import pytest
 
-pytestmark = pytest.mark.engine
-
 
 # --------------------------------------------------------------------------- fixtures
 

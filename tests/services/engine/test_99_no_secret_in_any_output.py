@@ -4,10 +4,6 @@ work folder (with the credentials file) behind."""
 
 from __future__ import annotations
 
-import pytest
-
-pytestmark = pytest.mark.engine
-
 
 def test_no_secret_in_any_ghbuild_output(session):
     if not session.runs:   # this file run alone: give the scan a run to read

@@ -1,7 +1,7 @@
 """The ROCm images on the CPU stand-in: rocm-standin -> rocm-base -> rocm, through `ghbuild build`.
 
 This machine has no AMD GPUs and cannot pull ROCm images, so the chain runs on the stand-in
-(docker/rocm-standin, built by ghbuild.infra.rocm_standin: Debian + g++ + a hipcc shim that compiles
+(docker/rocm-standin, built by infra/rocm_standin.py: Debian + g++ + a hipcc shim that compiles
 HIP as C++ for the CPU). What that exercises: both Dockerfiles' stage structure on a non-Ubuntu base,
 the digest-pinned hand-over from rocm-base to rocm (--require-digest-base), sccache on S3 in the
 `native` compile stage through CMAKE_CXX_COMPILER_LAUNCHER (the stand-in's hipcc path) with its
@@ -21,11 +21,10 @@ import time
 
 import pytest
 
-from ghbuild.infra import rocm_standin
+from infra import rocm_standin
 
 from .enginelib import CONTEXT_FLAGS, COLD_BUILD_TIMEOUT, REPO, ghbuild_argv
 
-pytestmark = pytest.mark.engine
 
 FRAMEWORK = "numpy==1.26.4"
 

@@ -1,7 +1,7 @@
 """ghbuild.registry against a real, throwaway distribution registry, with faults from tests/fakes/faultproxy.py.
 
 No Docker engine: `docker-registry` (distribution 2.8) runs on a free loopback port with its storage in a
-temporary folder, test images are pushed with tests/fakes/dockerhub.py's RegistryClient, and the fault proxy
+temporary folder, test images are pushed with tests/fakes/oci.py's RegistryClient, and the fault proxy
 sits between ghbuild's client and the registry where a test needs 5xx, 429, resets or a request log. The
 client's `sleep` is injected (the waits are recorded, not slept) except where a test measures real timing.
 Without the binary these tests skip, except under CI=true where they fail.
@@ -19,9 +19,9 @@ import uuid
 
 import pytest
 
-from fakes.dockerhub import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
+from fakes.oci import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
 from fakes.faultproxy import FaultProxy
-from fakes.registry_server import free_port
+from fakes.httpserver import free_port
 from ghbuild import registry
 from ghbuild.registry import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
 

@@ -49,7 +49,7 @@ def locked() -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            info("another `ghbuild.infra` run holds .ghbuild/infra.lock; waiting for it")
+            info("another `python -m infra` run holds .ghbuild/infra.lock; waiting for it")
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -127,7 +127,7 @@ def spawn(
     """Start a long-running server in its own session, output appended to ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as fh:
-        fh.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} ghbuild.infra starts {role}: {' '.join(cmd)}\n".encode())
+        fh.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} infra starts {role}: {' '.join(cmd)}\n".encode())
         fh.flush()
         popen = subprocess.Popen(
             list(cmd),

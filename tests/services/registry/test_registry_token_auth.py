@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
 import pytest
-from fakes.dockerhub import RegistryClient
 from fakes.faultproxy import FaultProxy
+from fakes.httpserver import LoopbackService, reply, reply_json
+from fakes.oci import RegistryClient
 from fakes.registry_server import running_registry
 
 from ghbuild import registry
@@ -23,55 +22,37 @@ from ghbuild.registry import AuthError, Credentials, Registry
 USER, PASSWORD = "robot", "s3cret-token-value"
 
 
-class TokenServer:
+class TokenServer(LoopbackService):
     """GET /token?service=..&scope=..: a token naming the granted scopes; Basic credentials for push."""
 
     def __init__(self):
+        super().__init__()
         self.requests: list[dict] = []
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
+    @property
+    def token_url(self) -> str:
+        return self.url + "/token"
 
-            def do_GET(self):
-                query = parse_qs(self.path.partition("?")[2])
-                auth = self.headers.get("Authorization", "")
-                user = None
-                if auth.startswith("Basic "):
-                    got = base64.b64decode(auth[6:]).decode()
-                    if got != f"{USER}:{PASSWORD}":
-                        self.send_response(401)
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                        return
-                    user = USER
-                scopes = query.get("scope", [])
-                server.requests.append({"user": user, "scopes": scopes})
-                granted = []
-                for scope in scopes:
-                    kind, _, rest = scope.partition(":")
-                    name, _, actions = rest.rpartition(":")
-                    allowed = [a for a in actions.split(",") if user or (a == "pull" and name.startswith("public/"))]
-                    if allowed:
-                        granted.append(f"{kind}:{name}:{','.join(sorted(allowed))}")
-                body = json.dumps({"token": base64.b64encode(json.dumps(granted).encode()).decode(),
-                                   "expires_in": 300}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/token"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+    def handle(self, h):
+        query = parse_qs(h.path.partition("?")[2])
+        auth = h.headers.get("Authorization", "")
+        user = None
+        if auth.startswith("Basic "):
+            got = base64.b64decode(auth[6:]).decode()
+            if got != f"{USER}:{PASSWORD}":
+                reply(h, 401)
+                return
+            user = USER
+        scopes = query.get("scope", [])
+        self.requests.append({"user": user, "scopes": scopes})
+        granted = []
+        for scope in scopes:
+            kind, _, rest = scope.partition(":")
+            name, _, actions = rest.rpartition(":")
+            allowed = [a for a in actions.split(",") if user or (a == "pull" and name.startswith("public/"))]
+            if allowed:
+                granted.append(f"{kind}:{name}:{','.join(sorted(allowed))}")
+        reply_json(h, 200, {"token": base64.b64encode(json.dumps(granted).encode()).decode(), "expires_in": 300})
 
 
 def _needed(method: str, path: str, query: str) -> list[str]:
@@ -103,7 +84,7 @@ def _covered(needed: list[str], granted: list[str]) -> bool:
 @pytest.fixture()
 def token_registry(tmp_path):
     with running_registry(tmp_path) as url:
-        tokens = TokenServer()
+        tokens = TokenServer().start()
         proxy = FaultProxy(url)
         proxy.start()
 
@@ -114,7 +95,7 @@ def token_registry(tmp_path):
             if path == "/v2/" or _covered(needed, granted):
                 return None
             scope = " ".join(needed)
-            return 401, {"WWW-Authenticate": f'Bearer realm="{tokens.url}",service="test-registry",scope="{scope}"'}
+            return 401, {"WWW-Authenticate": f'Bearer realm="{tokens.token_url}",service="test-registry",scope="{scope}"'}
 
         proxy.gate = gate
         try:

@@ -25,8 +25,6 @@ import pytest
 
 from .enginelib import REPO
 
-pytestmark = pytest.mark.engine
-
 HELPER = "/usr/local/lib/ghbuild/sccache.sh"
 UNIT = "printf 'int twice(int x) { return 2 * x; }\\n' > /src/unit.cpp"
 
