@@ -269,7 +269,12 @@ def sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def source_images(layers: dict[str, dict]) -> dict[str, SourceImage]:
+# Publishing promotes only images labelled as the trusted build of the commit from the canonical repository.
+BENCH_REPOSITORY = "ghbuild/ghbuild"
+BENCH_CONTEXT = ["--event", "push", "--repository", BENCH_REPOSITORY, "--ref", "main", "--default-branch", "main"]
+
+
+def source_images(layers: dict[str, dict], sha: str) -> dict[str, SourceImage]:
     images = {}
     for arch in ARCHES:
         ls = [layers[f"base-{arch}"], layers[f"app-{arch}"]]
@@ -277,7 +282,9 @@ def source_images(layers: dict[str, dict]) -> dict[str, SourceImage]:
             **PLATFORM[arch],
             "created": "2026-01-01T00:00:00Z",
             "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-                       "Cmd": ["/opt/bench/none"], "Labels": {"org.ghbuild.bench": "publish_copy"}},
+                       "Cmd": ["/opt/bench/none"],
+                       "Labels": {"org.ghbuild.bench": "publish_copy", "org.opencontainers.image.revision": sha,
+                                  "org.opencontainers.image.source": f"https://github.com/{BENCH_REPOSITORY}"}},
             "rootfs": {"type": "layers", "diff_ids": [layer["diff_id"] for layer in ls]},
             "history": [{"created": "2026-01-01T00:00:00Z", "created_by": f"bench base layer {arch}"},
                         {"created": "2026-01-01T00:00:00Z", "created_by": f"bench app layer {arch}"}],
@@ -595,8 +602,12 @@ class Bench:
         env = dict(self.env,
                    GHBUILD_REGISTRIES_STAGING=f"127.0.0.1:{sp}/{self.prefix}/{{image}}",
                    GHBUILD_REGISTRIES_PUBLISH=f"127.0.0.1:{hp}/{m.repo.rsplit('/', 1)[0]}/{{image}}")
+        staging = f"127.0.0.1:{sp}/{self.prefix}/{IMAGE}"
+        records = {f"{IMAGE}-{arch}": {"image": IMAGE, "arch": arch, "platform": f"linux/{arch}", "digest": img.digest,
+                                       "ref": f"{staging}@{img.digest}", "sha": self.sha, "trusted": True}
+                   for arch, img in self.images.items()}
         cmd = [self.ghbuild, "publish", "nightly", "--config", str(self.config_path), "--image", IMAGE,
-               "--sha", self.sha]
+               "--sha", self.sha, "--records", json.dumps(records), *BENCH_CONTEXT]
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, env=env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, bufsize=1)
@@ -797,7 +808,7 @@ class Bench:
 
     def run(self) -> None:
         self.check_services()
-        self.images = source_images(source_layers())
+        self.images = source_images(source_layers(), self.sha)
         total = sum(img.blob_bytes for img in self.images.values())
         log(f"run {self.prefix}, sha {self.sha}; images " + ", ".join(
             f"{a} {img.blob_bytes / 1e6:.1f} MB ({len(img.layers)} layers)" for a, img in self.images.items())

@@ -25,7 +25,7 @@ from typing import Any
 
 from ghbuild import naming, registry
 from ghbuild.config import expand_repository
-from ghbuild.errors import ConfigError, PublishError
+from ghbuild.errors import ConfigError, PublishError, UsageError
 from ghbuild.options import Options
 
 UNAME_ARCH = {"amd64": "amd64", "arm64": "arm64"}
@@ -495,8 +495,8 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
         warn(f"publish {kind} (dry run): no build records: reading the staging tags instead")
     if kind == "release" and github_release and not dry_run and not (env.get("GITHUB_TOKEN")
                                                                      and env.get("GITHUB_REPOSITORY")):
-        raise PublishError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
-                           "(or pass --no-github-release)")
+        raise UsageError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
+                         "(or pass --no-github-release)")
     factory = factory or registry.client_factory(env, log)
     if kind == "release":
         plans = _release_plans(options, images, sha, owner, version, factory, warn, recorded, source_url)

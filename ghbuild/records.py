@@ -122,6 +122,7 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
     from github import Auth, Github, GithubException
 
     from ghbuild.errors import PublishError
+    from ghbuild.http_retry import new_session
 
     token = env.get("GITHUB_TOKEN")
     if not token:
@@ -146,7 +147,7 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
     log(f"records: {ARTIFACT} of run {run.id} ({where})")
     # The API answers with a redirect to blob storage; requests drops the Authorization header on the way.
     try:
-        response = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=(10, 120))
+        response = new_session(url).get(url, headers={"Authorization": f"Bearer {token}"}, timeout=(10, 120))
     except requests.RequestException as exc:
         raise PublishError(f"records: downloading {ARTIFACT} of run {run.id}: {type(exc).__name__}") from None
     if response.status_code != 200:

@@ -321,3 +321,30 @@ def test_a_nightly_publishes_only_what_the_trusted_build_recorded(project, recor
     assert proc.returncode == 13, proc.stderr
     assert message in proc.stderr
     assert "retry" not in proc.stderr                 # refused before any registry was asked
+
+
+def test_release_records_come_only_from_a_successful_push_run_of_the_stable_branch():
+    """`publish release --records-from ci.yml`: a pull request's run, a branch's run, another commit's run or a
+    failed run of the same workflow never supply the records, even when they carry the artifact."""
+    from fakes import github as github_fake
+
+    from ghbuild import errors, records
+
+    sha = "a" * 40
+    good = json.dumps({"cpu-amd64": {"digest": "sha256:" + "1" * 64}}).encode()
+    forged = json.dumps({"cpu-amd64": {"digest": "sha256:" + "6" * 64}}).encode()
+    with github_fake.start(tokens=("t",)) as gh:
+        env = {"GITHUB_TOKEN": "t", "GITHUB_API_URL": gh.url}
+        for event, branch, head, conclusion in (("pull_request", "main", sha, "success"),
+                                                ("push", "feature", sha, "success"),
+                                                ("push", "main", "b" * 40, "success"),
+                                                ("push", "main", sha, "failure")):
+            gh.add_workflow_run("org/project", "ci.yml", head_sha=head, branch=branch, event=event,
+                                conclusion=conclusion, artifacts={records.ARTIFACT: {records.ARTIFACT_FILE: forged}})
+        with pytest.raises(errors.PublishError, match=f"no trusted build record of {sha}"):
+            records.fetch(env, "org/project", "ci.yml", sha, "main")
+        gh.add_workflow_run("org/project", "ci.yml", head_sha=sha, branch="main", event="push",
+                            artifacts={records.ARTIFACT: {records.ARTIFACT_FILE: good}})
+        assert records.fetch(env, "org/project", "ci.yml", sha, "main") == json.loads(good)
+        with pytest.raises(errors.PublishError, match="GITHUB_TOKEN"):
+            records.fetch({"GITHUB_API_URL": gh.url}, "org/project", "ci.yml", sha, "main")

@@ -24,6 +24,12 @@ Served (every request needs ``Authorization: Bearer <token>`` or ``token <token>
   digest seen before that is still in the registry (an orphaned, untagged version). Deleting a version
   deletes that digest from the registry (and so every tag on it), as GHCR does.
 - ``GET /rate_limit``.
+- Actions (what `publish release --records-from` reads): ``GET /repos/{o}/{r}/actions/workflows/{file}``,
+  ``GET .../actions/workflows/{file}/runs`` (filters ``branch``, ``event``, ``status``, ``head_sha`` as GitHub
+  applies them, newest first), ``GET .../actions/runs/{id}/artifacts``, and
+  ``GET .../actions/artifacts/{id}/zip``: a 302 to a signed URL on the same server that serves the zip
+  without a token (``/_blobs/...``), as GitHub redirects to blob storage. Runs are added with
+  ``add_workflow_run``.
 
 Knobs: ``tokens`` (valid tokens), ``login`` (the user they belong to), ``set_rate_limit`` (primary
 limit: 403 with ``x-ratelimit-remaining: 0`` and ``x-ratelimit-reset`` until the reset time),
@@ -93,6 +99,8 @@ class GitHubFake(FakeServer):
         self._latest: dict[str, int | None] = {}
         self._pkg: dict[str, dict[str, Any]] = {}   # "owner/name" (lower) -> {"versions": {digest: v}, "deleted": [...]}
         self._pending_created: dict[tuple[str, str], datetime] = {}
+        self._runs: list[dict[str, Any]] = []
+        self._blobs: dict[str, bytes] = {}
         self._pkg_locks: dict[str, threading.Lock] = {}
         for full_name in repos or ():
             self.add_repo(full_name)
@@ -112,6 +120,11 @@ class GitHubFake(FakeServer):
             self.route("GET", rf"{base}/?", self._list_versions)
             self.route("GET", rf"{base}/(\d+)", self._get_version)
             self.route("DELETE", rf"{base}/(\d+)", self._delete_version)
+        self.route("GET", rf"{repo}/actions/workflows/{_SEG}", self._get_workflow)
+        self.route("GET", rf"{repo}/actions/workflows/{_SEG}/runs", self._list_workflow_runs)
+        self.route("GET", rf"{repo}/actions/runs/(\d+)/artifacts", self._list_run_artifacts)
+        self.route("GET", rf"{repo}/actions/artifacts/(\d+)/zip", self._download_artifact)
+        self.route("GET", r"/_blobs/([0-9a-f]+)", self._blob)
         self.route("GET", rf"/user/packages/container/{_SEG}/versions/?",
                    lambda req, name: self._list_versions(req, "user", self.login, name))
         self.route("GET", rf"/user/packages/container/{_SEG}/versions/(\d+)",
@@ -120,6 +133,27 @@ class GitHubFake(FakeServer):
                    lambda req, name, vid: self._delete_version(req, "user", self.login, name, vid))
 
     # -- knobs ---------------------------------------------------------------------------------
+
+    def add_workflow_run(self, full_name: str, workflow: str, *, head_sha: str, branch: str, event: str = "push",
+                         conclusion: str = "success", artifacts: dict[str, dict[str, bytes]] | None = None) -> int:
+        """A finished run of `workflow` (its file name) with artifacts {name: {file name: content}}."""
+        import io
+        import zipfile
+
+        self.add_repo(full_name)
+        with self._lock:
+            run_id = next(self._ids)
+            names = {}
+            for name, files in (artifacts or {}).items():
+                buf = io.BytesIO()
+                with zipfile.ZipFile(buf, "w") as archive:
+                    for file_name, content in files.items():
+                        archive.writestr(file_name, content)
+                names[name] = (next(self._ids), buf.getvalue())
+            self._runs.append({"id": run_id, "repo": full_name.lower(), "workflow": workflow, "head_sha": head_sha,
+                               "head_branch": branch, "event": event, "status": "completed",
+                               "conclusion": conclusion, "artifacts": names})
+        return run_id
 
     def add_repo(self, full_name: str, *, default_branch: str | None = None, private: bool = False) -> dict[str, Any]:
         owner, _, name = full_name.partition("/")
@@ -217,6 +251,8 @@ class GitHubFake(FakeServer):
         }
 
     def _dispatch(self, request: Request) -> Response:
+        if request.path.startswith("/_blobs/"):   # blob storage: the signed URL is the credential
+            return super()._dispatch(request)
         token = bearer_token(request, ("bearer", "token"))
         if not token or token not in self.tokens:
             return self._error(401, "Bad credentials")
@@ -291,6 +327,87 @@ class GitHubFake(FakeServer):
             links.append(f'{link(1)}; rel="first"')
         headers = {"Link": ", ".join(links)} if links else {}
         return items[(page - 1) * per_page: page * per_page], headers
+
+    # -- actions: workflows, runs, artifacts --------------------------------------------------------
+
+    def _workflow_object(self, owner: str, name: str, workflow: str) -> dict[str, Any]:
+        wid = int(hashlib.sha256(f"{owner}/{name}/{workflow}".lower().encode()).hexdigest()[:6], 16)
+        api = f"{self.url}/repos/{owner}/{name}/actions/workflows/{wid}"
+        return {"id": wid, "node_id": f"W_{wid}", "name": workflow.rsplit(".", 1)[0],
+                "path": f".github/workflows/{workflow}", "state": "active", "url": api,
+                "html_url": f"https://github.com/{owner}/{name}/actions/workflows/{workflow}",
+                "badge_url": f"https://github.com/{owner}/{name}/workflows/{workflow}/badge.svg",
+                "created_at": gh_time(datetime(2024, 1, 1, tzinfo=timezone.utc)),
+                "updated_at": gh_time(datetime(2024, 1, 1, tzinfo=timezone.utc))}
+
+    def _find_workflow(self, owner: str, name: str, ref: str) -> str | None:
+        with self._lock:
+            known = {r["workflow"] for r in self._runs if r["repo"] == f"{owner}/{name}".lower()}
+        for workflow in known:
+            if ref in (workflow, str(self._workflow_object(owner, name, workflow)["id"])):
+                return workflow
+        return None
+
+    def _get_workflow(self, request: Request, owner: str, name: str, ref: str) -> Response:
+        workflow = self._find_workflow(owner, name, ref)
+        if workflow is None:
+            return self._error(404, "Not Found", f"{DOCS}/actions/workflows#get-a-workflow")
+        return Response(200, self._workflow_object(owner, name, workflow))
+
+    def _run_object(self, owner: str, name: str, run: dict[str, Any]) -> dict[str, Any]:
+        api = f"{self.url}/repos/{owner}/{name}/actions/runs/{run['id']}"
+        workflow = self._workflow_object(owner, name, run["workflow"])
+        return {"id": run["id"], "name": workflow["name"], "head_branch": run["head_branch"],
+                "head_sha": run["head_sha"], "event": run["event"], "status": run["status"],
+                "conclusion": run["conclusion"], "workflow_id": workflow["id"], "url": api,
+                "artifacts_url": f"{api}/artifacts", "path": workflow["path"],
+                "repository": self._repo(owner, name)}
+
+    def _list_workflow_runs(self, request: Request, owner: str, name: str, ref: str) -> Response:
+        workflow = self._find_workflow(owner, name, ref)
+        if workflow is None:
+            return self._error(404, "Not Found", f"{DOCS}/actions/workflow-runs#list-workflow-runs-for-a-workflow")
+        status = request.arg("status")
+        with self._lock:
+            runs = [r for r in reversed(self._runs) if r["repo"] == f"{owner}/{name}".lower()
+                    and r["workflow"] == workflow
+                    and all(request.arg(key) in (None, r[field]) for key, field in
+                            (("branch", "head_branch"), ("event", "event"), ("head_sha", "head_sha")))
+                    and status in (None, r["status"], r["conclusion"])]
+        page, headers = self._paginate(request, [self._run_object(owner, name, r) for r in runs])
+        return Response(200, {"total_count": len(runs), "workflow_runs": page}, headers)
+
+    def _list_run_artifacts(self, request: Request, owner: str, name: str, run_id: str) -> Response:
+        with self._lock:
+            run = next((r for r in self._runs if r["id"] == int(run_id) and r["repo"] == f"{owner}/{name}".lower()),
+                       None)
+        if run is None:
+            return self._error(404, "Not Found", f"{DOCS}/actions/artifacts#list-workflow-run-artifacts")
+        api = f"{self.url}/repos/{owner}/{name}/actions/artifacts"
+        artifacts = [{"id": aid, "node_id": f"MDg_{aid}", "name": artifact_name, "size_in_bytes": len(data),
+                      "url": f"{api}/{aid}", "archive_download_url": f"{api}/{aid}/zip", "expired": False,
+                      "created_at": gh_time(datetime.now(timezone.utc)),
+                      "expires_at": gh_time(datetime(2099, 1, 1, tzinfo=timezone.utc)),
+                      "updated_at": gh_time(datetime.now(timezone.utc)),
+                      "workflow_run": {"id": run["id"], "head_branch": run["head_branch"], "head_sha": run["head_sha"]}}
+                     for artifact_name, (aid, data) in run["artifacts"].items()]
+        page, headers = self._paginate(request, artifacts)
+        return Response(200, {"total_count": len(artifacts), "artifacts": page}, headers)
+
+    def _download_artifact(self, request: Request, owner: str, name: str, artifact_id: str) -> Response:
+        with self._lock:
+            for run in self._runs:
+                for aid, data in run["artifacts"].values():
+                    if aid == int(artifact_id) and run["repo"] == f"{owner}/{name}".lower():
+                        key = secrets.token_hex(16)
+                        self._blobs[key] = data
+                        return Response(302, None, {"Location": f"{self.url}/_blobs/{key}"})
+        return self._error(404, "Not Found", f"{DOCS}/actions/artifacts#download-an-artifact")
+
+    def _blob(self, request: Request, key: str) -> Response:
+        with self._lock:
+            data = self._blobs.get(key)
+        return Response(200, data, {"Content-Type": "application/zip"}) if data is not None else Response(404, b"")
 
     # -- repos and releases ----------------------------------------------------------------------
 

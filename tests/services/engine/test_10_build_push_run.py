@@ -59,7 +59,7 @@ def test_nativecore_selftest_runs(first_build, session):
 
 
 def test_runtime_image_has_no_compilers_or_sources(first_build, session):
-    """SPEC 5: only the artifact leaves the compile stages."""
+    """Only the artifact leaves the compile stages."""
     proc = session.docker_run(
         "run", "--rm", "--entrypoint", "sh", first_build.report["ref"], "-c",
         "for p in g++ cc cmake rustc cargo sccache; do command -v $p && echo FOUND $p; done; "

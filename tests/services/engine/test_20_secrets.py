@@ -1,5 +1,5 @@
 """The S3 secret key reaches sccache inside the build and nothing else: no layer, no history line,
-no log line, no job summary, no step output (SPEC 4: credentials only as a BuildKit secret)."""
+no log line, no job summary, no step output (credentials only as a BuildKit secret)."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def test_actions_job_summary_and_outputs_hold_no_secret(gha_run, session):
     assert report["pushed"] and report["digest"]
 
 
-# --------------------------------------------------------------------------- layer audit (SPEC 5)
+# --------------------------------------------------------------------------- layer audit
 
 def test_layer_audit_attributes_shared_stages_the_same_for_every_target(first_build, cpp_stage_build):
     """os-base and the external base are the same layers in the runtime and the cpp images:

@@ -1,4 +1,4 @@
-"""sccache degraded modes (SPEC 4): S3 trouble never fails a build; it says which mode it fell back to
+"""sccache degraded modes: S3 trouble never fails a build; it says which mode it fell back to
 and why. A bad endpoint is refused before anything runs, without printing it.
 
 Builds here build the configured target (runtime) without pushing. `--target cpp` would be smaller

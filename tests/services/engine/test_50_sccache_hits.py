@@ -1,6 +1,6 @@
 """A fresh builder (`docker builder prune -af`) rebuilds the unchanged sources from sccache on S3:
-every cacheable compile of the first build is a hit (SPEC 1: cache mounts die with the builder,
-only a remote compiler cache survives a fresh runner; SPEC 4: hits reported per stage and language).
+every cacheable compile of the first build is a hit (cache mounts die with the builder,
+only a remote compiler cache survives a fresh runner; hits reported per stage and language).
 
 Two rebuilds after a prune:
 - with the registry layer cache the first build pushed: every step comes from the layer cache,

@@ -3,6 +3,8 @@
 Per-arch images come from the build path (`--target sccache`, a small stage; arm64 through emulation).
 Afterwards the hub is checked through its HTTP API: `nightly` is an index with exactly the amd64 and
 arm64 entries, whose digests equal the staging images'; per-arch tags match; `nightly-<sha>` exists.
+Publishing runs as the trusted push it is (the context flags) and promotes what the build recorded
+(`build --record`, handed over with `--records`), never what a staging tag holds by then.
 """
 
 from __future__ import annotations
@@ -15,18 +17,28 @@ import pytest
 
 from fakes.oci import RegistryClient
 
-from .enginelib import REPO, ghbuild_argv
+from .enginelib import CONTEXT_FLAGS, REPO, ghbuild_argv
 
 
 INDEX_TYPES = ("application/vnd.docker.distribution.manifest.list.v2+json",
                "application/vnd.oci.image.index.v1+json")
 
 
-def _push_stage(session, name: str, arch: str, sha: str) -> str:
-    run = session.ghbuild(f"{name}-{arch}", "--target", "sccache", "--push", "--json", arch=arch, sha=sha,
+def _push_stage(session, name: str, arch: str, sha: str, records=None) -> str:
+    """Build and push the small `sccache` stage; with `records`, `build --record` writes its record there."""
+    extra = ["--record", str(records / f"cpu-{arch}.json")] if records is not None else []
+    run = session.ghbuild(f"{name}-{arch}", "--target", "sccache", "--push", "--json", *extra, arch=arch, sha=sha,
                           timeout=1200)
     assert run.rc == 0, "\n".join(run.stderr.splitlines()[-30:])
     return json.loads(run.stdout)["digest"]
+
+
+def records_json(session, sha: str, digests: dict[str, str], staging: str | None = None, **changes) -> str:
+    """Records as `build --record` writes them (for cases the build cannot make: a proxy, a forged record)."""
+    repo = (staging or session.staging_repo).format(image="cpu")
+    return json.dumps({f"cpu-{arch}": {"image": "cpu", "arch": arch, "platform": f"linux/{arch}", "digest": digest,
+                                       "ref": f"{repo}@{digest}", "sha": sha, "trusted": True, **changes}
+                       for arch, digest in digests.items()})
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +53,18 @@ def hub(session):
 @pytest.fixture(scope="module")
 def staged(session):
     sha = session.sha("publish")
-    digests = {arch: _push_stage(session, "publish", arch, sha) for arch in ("amd64", "arm64")}
-    return sha, digests
+    records = session.workdir / "records-publish"
+    digests = {arch: _push_stage(session, "publish", arch, sha, records) for arch in ("amd64", "arm64")}
+    return sha, digests, records
 
 
-def publish(session, hub_repo_template: str, *args: str, env=None):
+def publish(session, hub_repo_template: str, *args: str, env=None, records=None):
+    """`ghbuild publish nightly` in the trusted push's context, with the build's records (a folder or JSON)."""
     env = dict(env or session.base_env)
     env["GHBUILD_REGISTRIES_PUBLISH"] = hub_repo_template
-    proc = subprocess.run(ghbuild_argv() + ["publish", "nightly", "--image", "cpu", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    with_records = ["--records", str(records)] if records is not None else []
+    proc = subprocess.run(ghbuild_argv() + ["publish", "nightly", "--image", "cpu", *CONTEXT_FLAGS, *with_records,
+                                            *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     return proc
 
 
@@ -65,9 +80,10 @@ def _digest(reg: RegistryClient, name: str, ref: str) -> str | None:
 
 
 def test_nightly_publishes_per_arch_tags_and_indexes(session, hub, staged):
-    sha, digests = staged
+    sha, digests, records = staged
+    assert {r["digest"] for r in (json.loads(p.read_text()) for p in records.glob("*.json"))} == set(digests.values())
     template, name = _hub_template(session, hub, "")
-    proc = publish(session, template, "--sha", sha, "--json")
+    proc = publish(session, template, "--sha", sha, "--json", records=records)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (result,) = json.loads(proc.stdout)["images"]
 
@@ -87,7 +103,7 @@ def test_nightly_publishes_per_arch_tags_and_indexes(session, hub, staged):
             assert hub.request("HEAD", f"/v2/{name}/blobs/{blob['digest']}")[0] == 200
 
     # a rerun is idempotent: nothing moves, nothing is copied
-    again = publish(session, template, "--sha", sha, "--json")
+    again = publish(session, template, "--sha", sha, "--json", records=records)
     assert again.returncode == 0, again.stderr[-3000:]
     (second,) = json.loads(again.stdout)["images"]
     assert second["moved"] == [] and second["stats"]["copied_bytes"] == 0
@@ -95,7 +111,7 @@ def test_nightly_publishes_per_arch_tags_and_indexes(session, hub, staged):
 
 
 def test_dry_run_prints_every_copy_and_tag_and_pushes_nothing(session, hub, staged):
-    sha, _ = staged
+    sha, _, _ = staged
     template, name = _hub_template(session, hub, "-dry")
     proc = publish(session, template, "--sha", sha, "--dry-run")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -107,31 +123,54 @@ def test_dry_run_prints_every_copy_and_tag_and_pushes_nothing(session, hub, stag
 
 def test_one_arch_missing_publishes_nothing(session, hub):
     sha = session.sha("publish-amd64-only")
-    _push_stage(session, "publish-amd64-only", "amd64", sha)
+    records = session.workdir / "records-amd64-only"
+    _push_stage(session, "publish-amd64-only", "amd64", sha, records)
     template, name = _hub_template(session, hub, "-partial")
-    proc = publish(session, template, "--sha", sha)
+    proc = publish(session, template, "--sha", sha, records=records)
     assert proc.returncode == 13, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("ghbuild: publish error: staging image(s) missing:") and f"{sha}-arm64" in last
+    assert last.startswith("ghbuild: publish error: nightly: no build record of cpu for arm64")
     assert "Traceback" not in proc.stderr
     assert not hub.tags(name)
 
 
 def test_mislabelled_arch_is_refused_before_anything_moves(session, hub, staged):
-    """Staging tags swapped (the arm64 image under <sha>-x86_64): refused, the hub untouched."""
-    sha, digests = staged
-    bad = session.sha("publish-swapped")
-    staging = session.registry
-    name = f"ghbuild-test-{session.sid}/cpu"
-    for arch, suffix in (("amd64", "arm64"), ("arm64", "x86_64")):
-        status, headers, body = staging.manifest(name, digests[arch])
-        assert status == 200
-        put = urllib.request.Request(f"{staging.url}/v2/{name}/manifests/{bad}-{suffix}", data=body, method="PUT",
-                                     headers={"Content-Type": headers["content-type"]})
-        with urllib.request.urlopen(put, timeout=30) as resp:
-            assert resp.status == 201
+    """Records that swap the arches (the arm64 image recorded as amd64): refused, the hub untouched."""
+    sha, digests, _ = staged
+    swapped = {"amd64": digests["arm64"], "arm64": digests["amd64"]}
     template, hub_name = _hub_template(session, hub, "-swapped")
-    proc = publish(session, template, "--sha", bad)
+    proc = publish(session, template, "--sha", sha, records=records_json(session, sha, swapped))
     assert proc.returncode == 13, proc.stderr[-2000:]
     assert "claims amd64 but its image config says linux/arm64" in proc.stderr
+    assert not hub.tags(hub_name)
+
+
+def test_a_staging_tag_moved_after_the_trusted_build_is_not_what_gets_published(session, hub, staged):
+    """Any job with write access to the staging package can point <sha>-<arch> elsewhere between the trusted
+    build and publishing: the recorded digests are published, whatever the tags hold by then."""
+    sha, digests, records = staged
+    staging, name = session.registry, f"ghbuild-test-{session.sid}/cpu"
+    status, headers, body = staging.manifest(name, digests["arm64"])
+    assert status == 200
+    put = urllib.request.Request(f"{staging.url}/v2/{name}/manifests/{sha}-x86_64", data=body, method="PUT",
+                                 headers={"Content-Type": headers["content-type"]})
+    with urllib.request.urlopen(put, timeout=30) as resp:
+        assert resp.status == 201
+    template, hub_name = _hub_template(session, hub, "-moved")
+    proc = publish(session, template, "--sha", sha, records=records)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _digest(hub, hub_name, "nightly-x86_64") == digests["amd64"]
+    assert _digest(hub, hub_name, "nightly-arm64") == digests["arm64"]
+
+
+def test_an_image_the_trusted_build_did_not_make_is_refused(session, hub, staged):
+    """A record that names this commit but an image built for another one: its revision label says so."""
+    sha, digests, _ = staged
+    other = session.sha("publish-other-commit")
+    foreign = _push_stage(session, "publish-other-commit", "amd64", other)
+    template, hub_name = _hub_template(session, hub, "-foreign")
+    proc = publish(session, template, "--sha", sha,
+                   records=records_json(session, sha, {"amd64": foreign, "arm64": digests["arm64"]}))
+    assert proc.returncode == 13, proc.stderr[-2000:]
+    assert f"labelled org.opencontainers.image.revision='{other}'" in proc.stderr
     assert not hub.tags(hub_name)

@@ -30,12 +30,13 @@ import pytest
 from fakes.faultproxy import FaultProxy
 from fakes.oci import RegistryClient
 
-from .enginelib import REPO, ghbuild_argv
-from .test_70_publish_nightly import INDEX_TYPES, _push_stage
+from .enginelib import CONTEXT_FLAGS, REPO, ghbuild_argv
+from .test_70_publish_nightly import INDEX_TYPES, _push_stage, records_json
 
 
 ARCH_TAGS = {"amd64": "nightly-x86_64", "arm64": "nightly-arm64"}
 ATTEMPTS, DELAY = 4, 2.0          # ghbuild.registry.Registry defaults, used by `publish nightly`
+RECORDED: dict[str, dict[str, str]] = {}   # sha -> {arch: digest}: what each commit's trusted build recorded
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -64,6 +65,7 @@ def staged(session, hub):
         sha = session.sha(f"faults-{label}")
         out[label] = (sha, {arch: _push_stage(session, f"faults-{label}", arch, sha) for arch in ARCH_TAGS})
         hub.digests.update(out[label][1].values())
+        RECORDED[sha] = out[label][1]
     assert not set(out["old"][1].values()) & set(out["new"][1].values()), "two commits, one image digest"
     return out
 
@@ -111,10 +113,13 @@ class Published:
 def publish(session, hub, host: str, name: str, sha: str, staging_host: str | None = None) -> Published:
     env = dict(session.base_env)
     env["GHBUILD_REGISTRIES_PUBLISH"] = _template(host, name)
+    staging = session.staging_repo
     if staging_host:                       # read the staging images through a proxy too
-        env["GHBUILD_REGISTRIES_STAGING"] = session.staging_repo.replace(session.registry.host, staging_host, 1)
+        staging = env["GHBUILD_REGISTRIES_STAGING"] = staging.replace(session.registry.host, staging_host, 1)
+    records = records_json(session, sha, RECORDED[sha], staging=staging)
     start = time.monotonic()
-    proc = subprocess.run(ghbuild_argv() + ["publish", "nightly", "--image", "cpu", "--sha", sha, "--json"],
+    proc = subprocess.run(ghbuild_argv() + ["publish", "nightly", "--image", "cpu", *CONTEXT_FLAGS, "--sha", sha,
+                                            "--records", records, "--json"],
                           cwd=REPO, env=env, capture_output=True, text=True, errors="replace", timeout=600)
     run = Published(proc, time.monotonic() - start)
     if run.rc == 0:

@@ -191,7 +191,11 @@ def gh():
 
 
 @pytest.fixture(scope="module")
-def release_run(act, nightly_run, gh):
+def release_run(act, push_run, nightly_run, gh):
+    # What GitHub keeps of ci.yml's trusted push run of the commit: release.yml reads its ghbuild-digests
+    # artifact through the REST API (act's artifact server has no such API; the fake serves it).
+    gh.add_workflow_run(harness.SELF_REPOSITORY, "ci.yml", head_sha=act.sha, branch="main", event="push",
+                        artifacts={"ghbuild-digests": {"ghbuild-digests.json": json.dumps(digests_output(push_run))}})
     payload = harness.event_payload("workflow_dispatch", act.sha, version=VERSION)
     secrets = {**trusted_secrets(act), "GITHUB_TOKEN": "ghs_release_token_for_act"}
     return act.run("release-dispatch", "workflow_dispatch", ".github/workflows/release.yml", payload,
@@ -224,6 +228,7 @@ def test_push_to_the_default_branch_stages_both_arches(act, push_run):
         entry = out[f"cpu-{arch}"]
         assert entry["digest"] == digests[arch] and entry["arch"] == arch and entry["platform"] == f"linux/{arch}"
         assert entry["ref"] == f"{act.staging.host}/{name}@{digests[arch]}"
+        assert entry["sha"] == act.sha and entry["trusted"] is True
 
 
 def test_push_logged_in_with_the_job_token_and_reported_the_gha_cache(act, push_run):
@@ -350,7 +355,8 @@ def test_the_documented_caller_builds_in_a_fork_without_secrets(act, fork_caller
     assert len(own) == 1 and len(tags) == 1, f"only its own preview tag, got {tags}"
     digest = digest_of(act.staging, name, own[0])
     assert digests_output(run) == {"cpu-amd64": {"image": "cpu", "arch": "amd64", "platform": "linux/amd64",
-                                                 "digest": digest, "ref": f"{act.staging.host}/{name}@{digest}"}}
+                                                 "digest": digest, "ref": f"{act.staging.host}/{name}@{digest}",
+                                                 "sha": run.sha, "trusted": False}}
     assert architecture(act.staging, name, own[0]) == "linux/amd64"
     # ghbuild's actions came from ghbuild's commit (outside the fork's workspace), not from the fork.
     assert f"ghbuild-ghbuild-.github-actions-setup@{act.sha}" in run.log
