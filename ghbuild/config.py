@@ -422,14 +422,17 @@ def repository_root(folder: Path) -> Path:
 
 
 def _inside(root: Path, project: Path, value: str) -> str | None:
-    """Why `value` (relative to the config's folder) leads out of `root`; None when it stays inside."""
+    """Why `value` (relative to the config's folder; a glob is read literally) leads out of `root`; None when
+    it stays inside."""
     if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
         return "an absolute path"
     lexical = Path(os.path.normpath(project / value))
     if lexical != root and root not in lexical.parents:
         return "'..' leads out of the repository"
-    # Follow symlinks as far as the path exists: a link inside the tree may point anywhere.
-    real, real_root = Path(os.path.realpath(lexical)), Path(os.path.realpath(root))
+    # Follow symlinks as far as the path exists (a link inside the tree may point anywhere); for a glob,
+    # as far as its literal part: what it matches lies below that.
+    literal = Path(os.path.normpath(project / re.sub(r"[*?\[].*", "", value)))
+    real, real_root = Path(os.path.realpath(literal)), Path(os.path.realpath(root))
     if real != real_root and real_root not in real.parents:
         return "a symlink leads out of the repository"
     return None
@@ -445,8 +448,7 @@ def _check_paths(images: dict[str, ImageOptions], project: Path, where: _Where) 
         checks += [(f"identity.inputs[{i}]", pattern)
                    for i, pattern in enumerate(image.identity.inputs if image.identity else ())]
         for key, value in checks:
-            # A glob is checked by its literal part: what it can match lies below that.
-            why = _inside(root, project.resolve(), re.sub(r"[*?\[].*", "x", value))
+            why = _inside(root, project.resolve(), value)
             if why:
                 raise ConfigError(f"{where(f'images.{name}.{key}')}: {value!r} is outside the {kind} "
                                   f"({why}; paths are relative to the config file's folder and stay inside "

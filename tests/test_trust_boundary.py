@@ -90,6 +90,8 @@ def test_untrusted_runs_never_get_s3_write_credentials_even_when_they_are_set(pr
     ("context", "home", "a symlink leads out"),
     ("identity.inputs", ["../secrets/**"], "'..' leads out"),
     ("identity.inputs", ["/etc/*"], "an absolute path"),
+    ("identity.inputs", ["src/**/../../../../etc/*"], "'..' leads out"),
+    ("identity.inputs", ["home/**"], "a symlink leads out"),
 ])
 def test_paths_that_lead_out_of_the_repository_are_refused(project, key, value, why):
     """A same-repository pull request must not send the runner's home (a docker login's config.json) into
