@@ -334,27 +334,3 @@ HEREDOC = re.compile(r"(?P<name>[^\n<]+)<<(?P<delim>ghadelimiter_[0-9a-f-]{36})\
 def read_outputs(text: str) -> dict[str, str]:
     """The step outputs in a GITHUB_OUTPUT file's text, by name."""
     return {m["name"]: m["value"] for m in HEREDOC.finditer(text)}
-
-
-# --------------------------------------------------------------------------- a throwaway registry
-
-# The throwaway registry itself (`registry_url`) is a service: tests/services/conftest.py starts it, and
-# marks every test below tests/services `services`. `reg` stays here while tests/test_prune.py (which
-# brings its own `registry_url`) lives at this level; it moves to tests/services/conftest.py with it.
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test outside tests/services that starts a throwaway registry is a service test too."""
-    for item in items:
-        if "registry_url" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.services)
-
-
-@pytest.fixture
-def reg(registry_url: str):
-    """Plain HTTP access to that registry: pushes test images, checks results."""
-    from fakes.oci import RegistryClient
-
-    client = RegistryClient(registry_url)
-    yield client
-    client.close()

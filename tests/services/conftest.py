@@ -31,3 +31,14 @@ def registry_url(tmp_path_factory: pytest.TempPathFactory):
 
     with running_registry(tmp_path_factory.mktemp("registry")) as url:
         yield url
+
+
+@pytest.fixture
+def reg(registry_url: str):
+    """Plain HTTP access to that registry (the independent client of tests/fakes/oci.py): pushes test
+    images, checks results."""
+    from fakes.oci import RegistryClient
+
+    client = RegistryClient(registry_url)
+    yield client
+    client.close()
