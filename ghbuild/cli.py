@@ -49,6 +49,22 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", action="append", choices=("amd64", "arm64"), help="only this arch (repeatable)")
 
 
+def _base_flags(p: argparse.ArgumentParser) -> None:
+    """identity and ensure-base: one content-addressed image and arch."""
+    p.add_argument("--config", metavar="PATH", help="config file")
+    p.add_argument("--image", required=True, metavar="NAME", help="content-addressed image (with [identity])")
+    p.add_argument("--arch", choices=("amd64", "arm64"), help="architecture (default: the image's first)")
+    p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE (overrides images.<name>.base-image)")
+
+
+def _published_flags(p: argparse.ArgumentParser) -> None:
+    """publish and prune: the images published per commit."""
+    p.add_argument("--config", metavar="PATH", help="config file")
+    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space "
+                                                                  "list; default: every image that is not "
+                                                                  "content-addressed)")
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -118,22 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
     _context_flags(p)
 
     p = sub.add_parser("identity", help="the content identity of a base image: what ensure-base looks up")
-    p.add_argument("--config", metavar="PATH", help="config file")
-    p.add_argument("--image", required=True, metavar="NAME", help="content-addressed image (with [identity])")
-    p.add_argument("--arch", choices=("amd64", "arm64"), help="architecture (default: the image's first)")
-    p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE (overrides images.<name>.base-image)")
+    _base_flags(p)
     p.add_argument("--json", action="store_true", help="print identity, inputs and parts as JSON")
     _context_flags(p)
 
     p = sub.add_parser("ensure-base", help="find a content-addressed base by identity, or build and push it; "
                                            "prints its name@sha256 ref")
-    p.add_argument("--config", metavar="PATH", help="config file")
-    p.add_argument("--image", required=True, metavar="NAME", help="content-addressed image (with [identity])")
-    p.add_argument("--arch", choices=("amd64", "arm64"), help="architecture (default: the image's first)")
-    p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE (overrides images.<name>.base-image)")
+    _base_flags(p)
     p.add_argument("--dry-run", action="store_true", help="look up, but build and push nothing")
     p.add_argument("--lookup-only", action="store_true",
-                   help="only find it: a base missing everywhere is an error (exit 12), never a build")
+                   help="only find it: a base missing everywhere is an error (exit 16), never a build")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="do not echo the build log")
     _context_flags(p)
@@ -141,9 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("publish", help="publish nightly tags and multi-arch manifests from staging")
     pub = p.add_subparsers(dest="publish_command", metavar="KIND", parser_class=_Parser, required=True)
     n = pub.add_parser("nightly", help="nightly-<arch> tags and the nightly / nightly-<sha> manifests")
-    n.add_argument("--config", metavar="PATH", help="config file")
-    n.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
-                                                          "not content-addressed)")
+    _published_flags(n)
     n.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     n.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     n.add_argument("--records", metavar="PATH", help=RECORDS_HELP)
@@ -151,9 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = pub.add_parser("release", help="v<version>, per-arch tags and latest, plus the GitHub release")
     r.add_argument("--version", required=True, help="release version (PEP 440), e.g. 0.7.0 or 0.7.0rc1")
-    r.add_argument("--config", metavar="PATH", help="config file")
-    r.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
-                                                          "not content-addressed)")
+    _published_flags(r)
     r.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     r.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     r.add_argument("--no-github-release", action="store_true", help="do not create the GitHub release")
@@ -166,9 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prune", help="retention of nightly-* tags (Docker Hub, GHCR, plain registries); "
                                      "a dry run unless --apply")
-    p.add_argument("--config", metavar="PATH", help="config file")
-    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space list; default: every image that is "
-                                                          "not content-addressed)")
+    _published_flags(p)
     p.add_argument("--keep", type=int, metavar="N", help="nightly commits to keep (default: publish.retention)")
     p.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
