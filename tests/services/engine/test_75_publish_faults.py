@@ -244,9 +244,9 @@ def test_connection_reset_mid_blob_is_retried(session, hub, staged, proxy):
 
 
 def test_faults_reading_staging_are_retried(session, hub, staged):
-    """The same from the other side: staging answers 503 to a tag lookup and to an image config read, resets
-    the connection in the middle of another config and in the middle of the largest layer's download. Each
-    is retried (a config read included) and the publish completes."""
+    """The same from the other side: staging answers 503 to the lookup of a recorded digest and to an image
+    config read, resets the connection in the middle of another config and in the middle of the largest
+    layer's download. Each is retried (a config read included) and the publish completes."""
     sha, digests = staged["new"]
     name = _repo(session, hub, "staging")
     staging_name = f"ghbuild-test-{session.sid}/cpu"
@@ -257,7 +257,7 @@ def test_faults_reading_staging_are_retried(session, hub, staged):
     largest, size = max(layers.items(), key=lambda item: item[1])
     with FaultProxy("http://" + session.registry.host) as staging:
         rules = [
-            staging.respond("HEAD", rf"/manifests/{sha}-x86_64$", 503),
+            staging.respond("HEAD", rf"/manifests/{digests['amd64']}$", 503),    # publish looks records up
             staging.respond("GET", r"/blobs/sha256:", 503),                       # the amd64 config, verify
             staging.reset("GET", r"/blobs/sha256:", after=200, on="response", nth=3),   # the arm64 config
             staging.reset("GET", rf"/blobs/{largest}$", after=size // 2, on="response"),
