@@ -40,11 +40,30 @@ SAME_REPO_PR = ["--event", "pull_request", "--repository", "org/project", "--pr"
 
 
 def ghbuild(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`ghbuild ARGS` in `project`, as a workflow step runs it, but in this process (a fresh interpreter per
+    case cost a second each): the environment holds no GITHUB_*, GHBUILD_*, AWS_* or ACTIONS_* variable but
+    those given, and stdout, stderr and the exit code are what the command wrote and returned."""
+    import contextlib
+    import io
+
+    from ghbuild import cli
+
     full = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "AWS_", "ACTIONS_"))}
     full["GIT_CEILING_DIRECTORIES"] = str(project.parent)
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ghbuild", *args], cwd=project, env=full, capture_output=True,
-                          text=True, timeout=60)
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(full)
+        os.chdir(project)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(args))
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["ghbuild", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -283,14 +302,24 @@ def test_publishing_and_deleting_tags_is_refused_outside_a_trusted_run(project, 
 
 
 def test_a_trusted_run_and_dry_runs_get_past_the_trust_check(project):
-    trusted = _nightly(project, {"app-amd64": _record()})
-    assert trusted.returncode == 12 and "127.0.0.1:9" in trusted.stderr      # it went on to the registry
-    dry = ghbuild(project, "prune", "--sha", SHA, *BRANCH_PUSH)
-    assert dry.returncode != 6, dry.stderr
+    """The same commands in the trusted run (and a dry run anywhere) go on to ask the registry: here an empty
+    one, which answers 404 to everything."""
+    from fakes.httpserver import FakeServer
+
+    with FakeServer() as empty:
+        config = PUBLISH_CONFIG.replace("127.0.0.1:9", empty.host)
+        trusted = _nightly(project, {"app-amd64": _record(ref=f"{empty.host}/org/ci-app@sha256:" + "b" * 64)},
+                           config=config)
+        assert trusted.returncode == 13 and "staging image(s) missing" in trusted.stderr, trusted.stderr
+        asked = len(empty.requests)
+        assert asked > 0
+        dry = ghbuild(project, "prune", "--sha", SHA, *BRANCH_PUSH)
+        assert dry.returncode == 0, dry.stderr
+        assert len(empty.requests) > asked
 
 
-def _nightly(project: Path, records: dict | None, *extra: str) -> subprocess.CompletedProcess:
-    (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
+def _nightly(project: Path, records: dict | None, *extra: str, config: str = PUBLISH_CONFIG) -> subprocess.CompletedProcess:
+    (project / "ghbuild.toml").write_text(config, "utf-8")
     args = []
     if records is not None:
         (project / "records.json").write_text(json.dumps(records), "utf-8")
