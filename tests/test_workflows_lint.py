@@ -163,7 +163,8 @@ def test_action_bodies_only_call_ghbuild():
 
 def test_build_image_is_a_dependency_free_node_action():
     data = load(GITHUB / "actions" / "build-image" / "action.yml")
-    assert data["runs"] == {"using": "node20", "main": "index.js"}
+    # GitHub's runners run JavaScript actions on node24 (Node 20 was removed from them on 2026-09-16).
+    assert data["runs"] == {"using": "node24", "main": "index.js"}
     source = BUILD_IMAGE_JS.read_text("utf-8")
     requires = set(re.findall(r"require\(['\"]([^'\"]+)['\"]\)", source))
     assert requires <= {"child_process", "fs", "path"}, requires
