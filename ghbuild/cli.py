@@ -436,8 +436,9 @@ def cmd_digests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _publish_records(args: argparse.Namespace, options):
-    """--records (the JSON, a file, a folder) or --records-from WORKFLOW (its trusted push run's artifact)."""
+def _publish_records(args: argparse.Namespace, options, sha: str):
+    """--records (the JSON, a file, a folder) or --records-from WORKFLOW (its trusted push run's artifact of
+    commit `sha`)."""
     from ghbuild import records
 
     records_from = getattr(args, "records_from", None)   # release only
@@ -448,10 +449,9 @@ def _publish_records(args: argparse.Namespace, options):
     if records_from:
         from ghbuild import context, planner
 
-        ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
-        trust, _ = planner.decide_trust(ctx, options)
-        return records.fetch(os.environ, trust.canonical_repository, records_from, (args.sha or ctx.sha).lower(),
-                             trust.stable_branch, log=_indented)
+        trust, _ = planner.decide_trust(context.from_environment(os.environ, _overrides(args), Path.cwd()), options)
+        return records.fetch(os.environ, trust.canonical_repository, records_from, sha, trust.stable_branch,
+                             log=_indented)
     return None
 
 
@@ -474,7 +474,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha, owner=owner,
                           env=os.environ, version=args.version if kind == "release" else None,
                           dry_run=args.dry_run, github_release=not (kind == "release" and args.no_github_release),
-                          records=_publish_records(args, options),
+                          records=_publish_records(args, options, sha),
                           source_url=source_url, log=_indented, say=_log,
                           warn=lambda m: gha.annotate("warning", m), group=gha.group)
     if not args.dry_run:
