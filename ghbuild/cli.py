@@ -90,6 +90,16 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _tag_phase_flags(p: argparse.ArgumentParser) -> None:
+    """publish: the tag phase's ordering between concurrent runs."""
+    p.add_argument("--commit-time", type=int, metavar="UNIX_SECONDS",
+                   help="commit time of --sha (default: from git in the working directory, when it has the commit); "
+                        "a nightly never moves tags that a newer commit's nightly holds")
+    p.add_argument("--lease-wait", type=_positive, default=600.0, metavar="SECONDS",
+                   help="how long to wait for another publish of the same repository to finish its tag moves "
+                        "(default 600)")
+
+
 RECORDS_HELP = ("the trusted build's records: the build workflow's `digests` output (the JSON itself, or a file "
                 "holding it) or a folder of `build --record` files; the digests to publish (required unless "
                 "--dry-run)")
@@ -155,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--dry-run", action="store_true", help="print every copy and tag; push nothing")
     n.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     n.add_argument("--records", metavar="PATH", help=RECORDS_HELP)
+    _tag_phase_flags(n)
     _context_flags(n)
 
     r = pub.add_parser("release", help="v<version>, per-arch tags and latest, plus the GitHub release")
@@ -164,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the tags written with their digests as JSON")
     r.add_argument("--no-github-release", action="store_true", help="do not create the GitHub release")
     r.add_argument("--records", metavar="PATH", help=RECORDS_HELP)
+    _tag_phase_flags(r)
     r.add_argument("--records-from", metavar="WORKFLOW",
                    help="read the records from the build workflow's newest successful push run on the stable "
                         "branch for the commit (its ghbuild-digests artifact; GITHUB_TOKEN with actions: read), "
@@ -471,11 +483,16 @@ def cmd_publish(args: argparse.Namespace) -> int:
         source_url = f"{ctx.server_url.rstrip('/')}/{options.trust.canonical_repository or ctx.repository}"
     if not sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
+    commit_time = args.commit_time
+    if commit_time is None:
+        found = _git(["show", "-s", "--format=%ct", f"{sha}^{{commit}}"], Path.cwd())
+        commit_time = int(found) if found and found.isdigit() else None
     outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha, owner=owner,
                           env=os.environ, version=args.version if kind == "release" else None,
                           dry_run=args.dry_run, github_release=not (kind == "release" and args.no_github_release),
                           records=_publish_records(args, options, sha),
-                          source_url=source_url, log=_indented, say=_log,
+                          source_url=source_url, commit_time=commit_time,
+                          lease_options={"wait": args.lease_wait}, log=_indented, say=_log,
                           warn=lambda m: gha.annotate("warning", m), group=gha.group)
     if not args.dry_run:
         for result in outcome.results:

@@ -1,17 +1,17 @@
 """Publishing: nightly and release tags and multi-arch manifests, from the per-commit staging images.
 
 Registry to registry (ghbuild.registry): only the blobs the target lacks move, nothing passes through
-a Docker engine, and a manifest list needs no blobs at all. Order matters:
+a Docker engine, and a manifest list needs no blobs at all. Every image of one run is published as a
+unit, in phases:
 
-1. resolve every per-arch staging image and verify it is the architecture its tag claims (before
-   anything is written anywhere);
+1. resolve every per-arch staging image of every image and verify it is the architecture its tag claims
+   and the commit the trusted build recorded (before anything is written anywhere);
 2. copy each image to the publish repository by digest (no tag moves yet: the slow, failure-prone
    part);
-3. push the multi-arch index by digest;
-4. move the tags: per-arch tags first, the index tags last; tags that already exist before tags
-   that are new (a registry cannot delete a single tag, but it can point an existing one back). A
-   failure while moving tags puts the tags already moved back where they were, so either every
-   new tag points at the new digests or none moved.
+3. push each multi-arch index by digest;
+4. move the tags, all images together, under the publish repositories' leases (ghbuild.lease): new
+   immutable tags first, moving per-arch tags next, moving index tags last (ghbuild.tag_moves). A
+   failure puts back every tag that holds this run's digest, comparing before restoring.
 
 A rerun of the same commit finds everything in place and moves nothing.
 """
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ghbuild import naming, registry
+from ghbuild import lease, naming, registry, tag_moves
 from ghbuild.config import expand_repository
 from ghbuild.errors import ConfigError, PublishError, UsageError
 from ghbuild.options import Options
@@ -53,6 +53,7 @@ class PublishPlan:
     sources: tuple[ArchSource, ...]
     arch_tags: dict[str, str]     # arch -> nightly-<suffix>
     index_tags: tuple[str, ...]   # in push order: the moving tag (nightly, latest) last
+    moving: frozenset[str] = frozenset()   # the tags that move from commit to commit (nightly*, latest)
     source_url: str | None = None  # the canonical repository's URL the images' source label must name
 
 
@@ -85,7 +86,8 @@ def nightly_plan(options: Options, image: str, sha: str, owner: str) -> PublishP
     sources = _sources(options, image, sha)
     return PublishPlan(kind="nightly", image=image, sha=sha, staging=staging, publish=publish, sources=sources,
                        arch_tags={s.arch: f"{nightly}-{s.suffix}" for s in sources},
-                       index_tags=(f"{nightly}-{sha}", nightly))
+                       index_tags=(f"{nightly}-{sha}", nightly),
+                       moving=frozenset({nightly, *(f"{nightly}-{s.suffix}" for s in sources)}))
 
 
 def parse_version(text: str):
@@ -124,7 +126,7 @@ def release_plan(options: Options, image: str, sha: str, owner: str, version, pu
     latest = not version.is_prerelease and not version.is_devrelease and all(version >= v for v in stable)
     return PublishPlan(kind="release", image=image, sha=sha, staging=staging, publish=publish, sources=sources,
                        arch_tags={s.arch: f"{tag}-{s.suffix}" for s in sources},
-                       index_tags=(tag, "latest") if latest else (tag,))
+                       index_tags=(tag, "latest") if latest else (tag,), moving=frozenset({"latest"}))
 
 
 @dataclass
@@ -185,14 +187,28 @@ def present_arches(plan: PublishPlan, factory: registry.RegistryFactory) -> list
     return [s.arch for s in plan.sources if reg.resolve(repo, s.ref) is not None]
 
 
-def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool = False,
-            log: Callable[[str], None] = lambda m: None) -> PublishResult:
+@dataclass
+class _Prepared:
+    """One image checked and ready: its verified per-arch manifests and the index that joins them."""
+
+    plan: PublishPlan
+    src: registry.Registry
+    dst: registry.Registry
+    s_repo: str
+    p_repo: str
+    manifests: dict[str, registry.Manifest]
+    index: bytes
+    index_type: str
+    result: PublishResult
+
+
+def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool,
+             log: Callable[[str], None]) -> _Prepared:
+    """Step 1, reads only: every arch present and what it claims to be; the copy and index actions."""
     result = PublishResult(image=plan.image, dry_run=dry_run)
     s_host, s_repo = naming.split_repository(plan.staging)
     p_host, p_repo = naming.split_repository(plan.publish)
     src, dst = factory(s_host), factory(p_host)
-
-    # 1. every arch present and what it claims to be, before anything is written
     missing = []
     for source in plan.sources:
         if src.resolve(s_repo, source.ref) is None:
@@ -202,65 +218,149 @@ def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool 
                            "when every architecture built")
     verified = {s.arch: _single_arch(src, s_repo, s.ref, s.arch, plan) for s in plan.sources}
     manifests = {arch: manifest for arch, (manifest, _) in verified.items()}
-
-    # 2. copy by digest, the architectures side by side (each with its own HTTP sessions)
-    stats = registry.CopyStats()
     children = []
     for source in plan.sources:
         manifest = manifests[source.arch]
         result.arch_digests[source.arch] = manifest.digest
-        action = (f"copy {plan.staging}:{source.tag} ({manifest.digest}"
-                  f"{', recorded by the trusted build' if source.digest else ''}) -> {plan.publish}@{manifest.digest}")
-        result.actions.append(action)
-        log(("would " if dry_run else "") + action)
-        platform = verified[source.arch][1]
-        children.append(registry.Descriptor(manifest.media_type, manifest.digest, len(manifest.raw), platform))
-    if not dry_run:
-        _copy_arches(src, s_repo, dst, p_repo, [manifests[s.arch] for s in plan.sources], stats, log)
-
-    # 3. the index, by digest
+        result.actions.append(f"copy {plan.staging}:{source.tag} ({manifest.digest}"
+                              f"{', recorded by the trusted build' if source.digest else ''}) -> "
+                              f"{plan.publish}@{manifest.digest}")
+        children.append(registry.Descriptor(manifest.media_type, manifest.digest, len(manifest.raw),
+                                            verified[source.arch][1]))
     raw, media_type = registry.make_index(children)
-    index_digest = registry.sha256_digest(raw)
-    result.index_digest = index_digest
-    action = f"push index {plan.publish}@{index_digest} ({', '.join(s.arch for s in plan.sources)})"
-    result.actions.append(action)
-    log(("would " if dry_run else "") + action)
-    if not dry_run and dst.resolve(p_repo, index_digest) is None:
-        dst.put_manifest(p_repo, index_digest, raw, media_type)
+    result.index_digest = registry.sha256_digest(raw)
+    result.actions.append(f"push index {plan.publish}@{result.index_digest} "
+                          f"({', '.join(s.arch for s in plan.sources)})")
+    return _Prepared(plan, src, dst, s_repo, p_repo, manifests, raw, media_type, result)
 
-    # 4. tags: per-arch first, index tags last; roll back on failure
-    wanted: list[tuple[str, str, bytes, str]] = []
+
+def _transfer(prep: _Prepared, stats: registry.CopyStats, log: Callable[[str], None]) -> None:
+    """Steps 2 and 3: copy each image by digest, then push the index by digest (no tag moves)."""
+    plan = prep.plan
+    _copy_arches(prep.src, prep.s_repo, prep.dst, prep.p_repo, [prep.manifests[s.arch] for s in plan.sources],
+                 stats, log)
+    digest = prep.result.index_digest or ""
+    if prep.dst.resolve(prep.p_repo, digest) is None:
+        prep.dst.put_manifest(prep.p_repo, digest, prep.index, prep.index_type)
+
+
+def _tag_moves(prep: _Prepared) -> list[tag_moves.TagMove]:
+    plan, moves = prep.plan, []
     for source in plan.sources:
-        m = manifests[source.arch]
-        wanted.append((plan.arch_tags[source.arch], m.digest, m.raw, m.media_type))
+        m = prep.manifests[source.arch]
+        tag = plan.arch_tags[source.arch]
+        rank = tag_moves.MOVING_ARCH if tag in plan.moving else tag_moves.IMMUTABLE_ARCH
+        moves.append(tag_moves.TagMove(plan.publish, prep.p_repo, prep.dst, tag, m.digest, m.raw, m.media_type, rank,
+                                       plan.image))
     for tag in plan.index_tags:
-        wanted.append((tag, index_digest, raw, media_type))
-    previous: dict[str, registry.Descriptor | None] = {tag: dst.resolve(p_repo, tag) for tag, *_ in wanted}
-    # Tags that exist already move first (they can be put back); brand-new tags last, because a registry
-    # cannot delete a single tag: if any move fails, no new tag has been created yet.
-    wanted.sort(key=lambda item: previous[item[0]] is None)
-    moved: list[str] = []
-    try:
-        for tag, digest, body, mt in wanted:
-            ref = f"{plan.publish}:{tag}"
-            result.tags[ref] = digest
-            before = previous[tag]
-            if before is not None and before.digest == digest:
-                result.unchanged.append(ref)
-                continue
-            action = f"tag {ref} -> {digest}" + (f" (was {before.digest})" if before else " (new)")
-            result.actions.append(action)
+        rank = tag_moves.MOVING_INDEX if tag in plan.moving else tag_moves.IMMUTABLE_INDEX
+        moves.append(tag_moves.TagMove(plan.publish, prep.p_repo, prep.dst, tag, prep.result.index_digest or "",
+                                       prep.index, prep.index_type, rank, plan.image))
+    return moves
+
+
+def _refuse_moving_immutable(moves: list[tag_moves.TagMove], kind: str) -> None:
+    """A release tag (`v<V>`, `v<V>-<arch>`) that exists already is never moved to other content."""
+    if kind != "release":
+        return
+    clash = [m for m in moves if not m.moving and m.previous is not None and m.needed]
+    if clash:
+        raise PublishError("release tags exist already with other content: "
+                           + ", ".join(f"{m.ref} = {m.previous} (this run: {m.digest})" for m in clash)
+                           + "; a release tag is never moved: release a new version")
+
+
+def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool = False,
+            log: Callable[[str], None] = lambda m: None, **lease_options: Any) -> PublishResult:
+    """Publish one image (see `execute_all`)."""
+    return execute_all([plan], factory, dry_run=dry_run, log=log, **lease_options)[0]
+
+
+def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, dry_run: bool = False,
+                log: Callable[[str], None] = lambda m: None, commit_time: int | None = None,
+                warn: Callable[[str], None] = lambda m: None, **lease_options: Any) -> list[PublishResult]:
+    """Publish every plan as one unit: all images checked, then all copied, then one tag phase for all.
+
+    The tag phase (ghbuild.tag_moves) runs under each publish repository's lease (ghbuild.lease), taken
+    only when a tag has to move. A nightly whose commit is older than the one the moving tags last went
+    to (`commit_time`, Unix seconds, against the lease's record) creates its own immutable tags and
+    leaves the moving ones alone.
+    """
+    prepared = [_prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
+    stats = {id(p): registry.CopyStats() for p in prepared}
+    for prep in prepared:
+        for action in prep.result.actions:
             log(("would " if dry_run else "") + action)
-            if not dry_run:
-                dst.put_manifest(p_repo, tag, body, mt)
-                moved.append(tag)
-            result.moved.append(ref)
-    except registry.RegistryError as exc:
-        restored, lost = _roll_back(dst, p_repo, moved, previous)
-        raise PublishError(f"moving tags failed ({exc}); rolled back {restored or 'nothing'}"
-                           + (f"; could not restore {lost}" if lost else "")) from None
-    result.stats = dict(stats.__dict__)
-    return result
+        if not dry_run:
+            _transfer(prep, stats[id(prep)], log)                           # 2, 3. no tag moves
+    moves = tag_moves.read_previous(tag_moves.ordered([m for prep in prepared for m in _tag_moves(prep)]))
+    kind = plans[0].kind if plans else "nightly"
+    _refuse_moving_immutable(moves, kind)
+    phase = tag_moves.TagPhase()
+    if dry_run:
+        for move in moves:
+            if move.needed:
+                log("would " + move.describe())
+    elif any(m.needed for m in moves):
+        moves, phase = _locked_tag_phase(moves, kind, plans[0].sha, commit_time, log, warn, lease_options)
+    results = {prep.plan.image: prep.result for prep in prepared}
+    left_alone = {m.ref for m in phase.superseded}
+    for move in moves:
+        result = results[move.image]
+        result.tags[move.ref] = move.digest
+        if not move.needed:
+            result.unchanged.append(move.ref)
+        elif move.ref in left_alone:
+            result.actions.append(f"leave {move.ref} at {move.previous}: a newer commit holds it")
+        else:
+            result.actions.append(move.describe())
+            result.moved.append(move.ref)
+    for prep in prepared:
+        prep.result.stats = dict(stats[id(prep)].__dict__)
+    return [prep.result for prep in prepared]
+
+
+def _locked_tag_phase(moves: list[tag_moves.TagMove], kind: str, sha: str, commit_time: int | None,
+                      log: Callable[[str], None], warn: Callable[[str], None], lease_options: Mapping[str, Any],
+                      ) -> tuple[list[tag_moves.TagMove], tag_moves.TagPhase]:
+    """The tag phase under the lease of every publish repository involved (taken in name order, so two
+    runs never wait for each other crosswise); the tags are read again once the leases are held."""
+    leases: list[lease.Lease] = []
+    holder = f"{kind} of {sha}"
+    try:
+        for repository, group in sorted(tag_moves.by_repository(moves).items()):
+            first = group[0]
+            held = lease.Lease(first.reg, first.repo, repository, holder, log=log, **lease_options)
+            held.acquire()
+            leases.append(held)
+        moves = tag_moves.read_previous(moves)
+        _refuse_moving_immutable(moves, kind)
+        newer = [h for h in leases if kind == "nightly" and _superseded(h.found, sha, commit_time)]
+        phase = tag_moves.TagPhase()
+        if newer:
+            found = newer[0].found
+            warn(f"publish {kind}: {newer[0].repository}'s moving tags went to {found.published_sha}, a newer "
+                 f"commit than {sha}: only this commit's own tags are created, the moving tags stay")
+            phase.superseded = [m for m in moves if m.moving and m.needed]
+        checks = {h.repository: h for h in leases}
+        todo = [m for m in moves if m not in phase.superseded]
+        done = tag_moves.apply(todo, check_lease=lambda m: checks[m.repository].check(), log=log)
+        done.superseded = phase.superseded
+        moved_moving = {m.repository for m in done.moved if m.moving}
+        for held in leases:
+            if kind == "nightly" and held.repository in moved_moving:
+                held.release(sha, commit_time)
+            else:
+                held.release()
+        return moves, done
+    finally:
+        for held in leases:
+            held.release()       # a no-op for a lease already given back
+
+
+def _superseded(found: lease.LeaseState, sha: str, commit_time: int | None) -> bool:
+    return (commit_time is not None and found.published_time is not None and found.published_sha != sha
+            and commit_time < found.published_time)
 
 
 def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_repo: str,
@@ -283,23 +383,6 @@ def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_
         for part in pool.map(one, manifests):
             for key, value in part.__dict__.items():
                 setattr(stats, key, getattr(stats, key) + value)
-
-
-def _roll_back(dst: registry.Registry, repo: str, moved: list[str],
-               previous: Mapping[str, registry.Descriptor | None]) -> tuple[str, str]:
-    restored, lost = [], []
-    for tag in reversed(moved):
-        before = previous.get(tag)
-        if before is None:
-            lost.append(f"{tag} (new; a registry cannot delete a single tag)")
-            continue
-        try:
-            old = dst.get_manifest(repo, before.digest)
-            dst.put_manifest(repo, tag, old.raw, old.media_type)
-            restored.append(tag)
-        except registry.RegistryError as exc:
-            lost.append(f"{tag} ({exc})")
-    return ", ".join(restored), ", ".join(lost)
 
 
 def render(result: PublishResult, kind: str = "nightly") -> str:
@@ -469,7 +552,8 @@ def _nightly_plans(options: Options, images: list[str], sha: str, owner: str,
 def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str, env: Mapping[str, str],
         version: str | None = None, dry_run: bool = False, github_release: bool = True,
         records: Mapping[str, Mapping[str, Any]] | None = None, source_url: str | None = None,
-        factory: registry.RegistryFactory | None = None, log: Callable[[str], None] = lambda m: None,
+        factory: registry.RegistryFactory | None = None, commit_time: int | None = None,
+        lease_options: Mapping[str, Any] | None = None, log: Callable[[str], None] = lambda m: None,
         say: Callable[[str], None] = lambda m: None, warn: Callable[[str], None] = lambda m: None,
         group: Callable[[str], Any] | None = None) -> PublishRun:
     """Publish `images` of commit `sha` as a nightly or as release `version` (checked before anything else).
@@ -477,7 +561,9 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     Only what the trusted build recorded is published: `records` (job id -> `build --record` record, as
     `ghbuild digests` collects them) give each arch's digest, so a staging tag moved since cannot slip in;
     `source_url` (the canonical repository's URL) is what every image's source label must name, with
-    `sha` as its revision. Without records only a dry run proceeds (it reads the staging tags).
+    `sha` as its revision. Every image is checked and copied before any tag moves, and the tags of all
+    of them move in one phase (`execute_all`); `commit_time` (Unix seconds of `sha`) keeps an older
+    commit's nightly from moving tags a newer one holds; `lease_options` tune ghbuild.lease.Lease. Without records only a dry run proceeds (it reads the staging tags).
     `log` takes progress lines, `say` the per-image report and the GitHub release line, `warn` what a
     workflow should show as a warning; `group` (a context manager factory) folds each image's log.
     """
@@ -504,10 +590,12 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
         plans = _nightly_plans(options, images, sha, owner, recorded, source_url)
     group = group or (lambda title: contextlib.nullcontext())
     outcome = PublishRun(kind=kind, sha=sha, results=[], version=version)
-    for plan in plans:
-        with group(f"publish {plan.kind} {plan.image}{' (dry run)' if dry_run else ''}"):
-            result = execute(plan, factory, dry_run=dry_run, log=log)
-        outcome.results.append(result)
+    title = f"publish {kind} {', '.join(p.image for p in plans)}{' (dry run)' if dry_run else ''}"
+    if plans:
+        with group(title):
+            outcome.results = execute_all(plans, factory, dry_run=dry_run, log=log, commit_time=commit_time,
+                                          warn=warn, **(lease_options or {}))
+    for plan, result in zip(plans, outcome.results):
         say(render(result, plan.kind))
     if kind == "release" and outcome.results:
         outcome.latest = any("latest" in p.index_tags for p in plans)

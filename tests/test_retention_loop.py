@@ -97,7 +97,7 @@ def test_dry_run_deletes_nothing_and_lists_would_delete(by_digest):
         assert doomed == ["sha256:i0", "sha256:i1"]
     data = result.to_dict()
     assert list(data) == ["image", "repository", "backend", "api", "dry_run", "keep", "kept", "deleted",
-                          "would_delete", "skipped_referenced", "errors", "stats", "ok"]
+                          "would_delete", "skipped_referenced", "errors", "stats", "ok", "dangling"]
     assert data["stats"] == {"tags": 3, "candidates": 3, "commits": 3, "commits_kept": 1, "other_tags": 0,
                              "listed": 3, "deletes": 0}
     assert "(dry run: nothing deleted)" in render(result)

@@ -27,7 +27,7 @@ from ghbuild import naming
 from ghbuild.credentials import GHCR_HOST
 from ghbuild.errors import ConfigError, PruneAbort, PruneError
 from ghbuild.retention.backend import Backend, Deletion
-from ghbuild.retention.plan import nightly_pattern, plan_digests, plan_prune
+from ghbuild.retention.plan import listing_changes, nightly_pattern, plan_digests, plan_prune
 from ghbuild.retention.result import PruneResult, render
 
 __all__ = ["Backend", "PruneResult", "prune", "prune_images", "raise_for_failures", "render", "resolve_repository", "run"]
@@ -108,13 +108,19 @@ def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
     """The delete loop, for every backend: list, plan, then delete oldest first (index before children).
 
     Dry run (`apply` False): every deletion goes to `would_delete`, nothing is deleted. Otherwise `pace`
-    seconds between two deletes; PruneAbort stops the loop (recorded in `errors`); PruneError is recorded
-    and the loop goes on; the children of an index whose delete failed are never deleted (recorded as
-    errors). `result.ok` is False when anything failed.
+    seconds between two deletes. A backend that deletes by digest removes every tag on that digest, so
+    immediately before each delete the repository is listed again: if any tag appeared, went or moved
+    (other than by this run's deletes), the run stops there, recorded in `errors`, nothing further
+    deleted (a publish running at the same time may now refer to what the plan would delete). Deleting
+    a single tag (Docker Hub) cannot take another tag with it and needs no such check. PruneAbort stops the loop too; PruneError is recorded and the loop goes on; the
+    children of an index whose delete failed are never deleted. Manifests a kept index refers to that
+    the registry lacks are reported in `dangling` (they never stop a run). `result.ok` is False when
+    anything failed.
     """
     tags = backend.list_tags()
     plan = plan_prune(tags, result.keep, nightly, suffixes)
     result.fill(plan, tags)
+    _note_dangling(backend, result, log)
     items: list[Deletion]
     if backend.by_digest:
         digests, skipped = plan_digests(plan, tags, {t.digest: t.children for t in tags if t.digest and t.children})
@@ -127,6 +133,7 @@ def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
         f"{result.keep}; {len(items)} {backend.unit} to delete")
     attempts = 0
     failed: set[str] = set()     # digests whose delete failed: their children stay
+    gone_tags: set[str] = set()  # tags this run deleted (expected to be missing from a new listing)
     for item in items:
         entry = backend.entry(item)
         if entry is None:
@@ -142,6 +149,11 @@ def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
         if attempts and pace > 0:
             sleep(pace)
         attempts += 1
+        stop = _changed_since_plan(backend, tags, gone_tags) if backend.by_digest else None
+        if stop:
+            result.errors.append({**entry, "error": stop})
+            log(f"stopping: {stop}")
+            break
         try:
             gone = backend.delete(item)
         except PruneAbort as exc:
@@ -154,6 +166,7 @@ def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
                 failed.add(item.digest)
             log(f"failed: {exc}")
             continue
+        gone_tags.update(item.tags)
         if not gone:
             entry["already_gone"] = True
         result.deleted.append(entry)
@@ -161,6 +174,26 @@ def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
     result.stats["deletes"] = attempts
     result.ok = not result.errors
     return result
+
+
+def _changed_since_plan(backend: Backend, planned: list, gone_tags: set[str]) -> str | None:
+    """Why the delete loop must stop now (the repository changed since the plan), or None."""
+    try:
+        now = backend.list_tags()
+    except (PruneError, PruneAbort) as exc:
+        return f"not deleted: listing again before the delete failed ({exc})"
+    changes = listing_changes(planned, now, gone_tags)
+    if changes:
+        shown = ", ".join(changes[:5]) + (f" and {len(changes) - 5} more" if len(changes) > 5 else "")
+        return f"not deleted: the repository changed since the plan ({shown}); stopped, rerun to plan again"
+    return None
+
+
+def _note_dangling(backend: Backend, result: PruneResult, log: Log) -> None:
+    missing = getattr(backend, "missing", None)
+    for digest, index in sorted((missing() if missing else {}).items()):
+        result.dangling.append({"digest": digest, "referenced_by": index})
+        log(f"warning: {result.repository}@{index} refers to {digest}, which the registry does not have")
 
 
 def prune_images(options, images: Iterable[str], *, keep: int | None = None, apply: bool = False,

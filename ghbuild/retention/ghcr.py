@@ -15,7 +15,7 @@ from ghbuild.credentials import GHCR_HOST, ghcr_credentials
 from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.http_retry import retry_after_seconds
 from ghbuild.retention.api import ApiClient, same_origin
-from ghbuild.retention.plan import DigestDeletion, TagInfo, iso, parse_time
+from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 GITHUB_API_VERSION = "2022-11-28"
@@ -179,7 +179,7 @@ def ghcr_tag_infos(versions: Sequence[Mapping[str, Any]],
         if not tags or not v.get("name"):
             continue
         pushed = parse_time(v.get("updated_at")) or parse_time(v.get("created_at"))
-        kids = tuple(children(str(v["name"])))
+        kids = descendants(str(v["name"]), children)
         out += [TagInfo(str(t), str(v["name"]), pushed, kids) for t in tags]
     return out
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
-from ghbuild.retention.plan import DigestDeletion, TagInfo, iso, parse_time
+from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
 _EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=timezone.utc)   # a `created` before this is not a real time
 
@@ -33,7 +33,29 @@ class OciBackend:
         self.pace = pace
         self.manifests: dict[str, Any] = {}
         self.created: dict[str, datetime | None] = {}
+        self.dangling: dict[str, str] = {}      # missing manifest -> the index that refers to it
         self._listed = 0
+
+    def _manifest(self, digest: str):
+        """A manifest by digest (content-addressed: read once); None when the registry has no such manifest."""
+        if digest not in self.manifests:
+            try:
+                self.manifests[digest] = self.reg.get_manifest(self.path, digest)
+            except RegistryError as exc:
+                if "HTTP 404" not in str(exc):
+                    raise
+                self.manifests[digest] = None
+        return self.manifests[digest]
+
+    def _children(self, digest: str) -> tuple[str, ...]:
+        manifest = self._manifest(digest)
+        if manifest is None or not manifest.is_index:
+            return ()
+        kids = tuple(c.digest for c in manifest.children())
+        for kid in kids:
+            if self._manifest(kid) is None:
+                self.dangling.setdefault(kid, digest)
+        return kids
 
     def _config_created(self, manifest) -> datetime | None:
         try:
@@ -49,9 +71,8 @@ class OciBackend:
             if manifest.is_index:
                 times = []
                 for child in manifest.platforms().values():
-                    if child.digest not in self.manifests:
-                        self.manifests[child.digest] = self.reg.get_manifest(self.path, child.digest)
-                    times.append(self._config_created(self.manifests[child.digest]))
+                    image = self._manifest(child.digest)
+                    times.append(self._config_created(image) if image is not None and not image.is_index else None)
                 known = [t for t in times if t is not None]
                 self.created[manifest.digest] = max(known) if known and len(known) == len(times) else None
             else:
@@ -69,7 +90,7 @@ class OciBackend:
                         continue
                     raise
                 self.manifests[manifest.digest] = manifest
-                kids = tuple(c.digest for c in manifest.children()) if manifest.is_index else ()
+                kids = descendants(manifest.digest, self._children) if manifest.is_index else ()
                 pushed = self._time_of(manifest) if self.pattern.fullmatch(name) else None
                 tags.append(TagInfo(name, manifest.digest, pushed, kids))
         except AuthError as exc:
@@ -81,6 +102,10 @@ class OciBackend:
 
     def summary(self) -> str:
         return f"{self._listed} tags (a plain registry deletes by digest)"
+
+    def missing(self) -> dict[str, str]:
+        """Manifests a listed index refers to that the registry does not have (missing -> index)."""
+        return dict(self.dangling)
 
     def stats(self) -> dict[str, int]:
         return {}

@@ -21,7 +21,7 @@ goes only when every tag on it goes, and an index's children go with it unless a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -30,7 +30,8 @@ from ghbuild.errors import PruneError
 
 @dataclass(frozen=True)
 class TagInfo:
-    """One tag as a backend reports it. `children`: the manifests an index refers to (empty for an image)."""
+    """One tag as a backend reports it. `children`: every manifest an index refers to, to any depth (an
+    index of indexes), breadth first (see `descendants`); empty for an image."""
 
     name: str
     digest: str | None
@@ -208,6 +209,34 @@ def plan_digests(plan: PrunePlan, tags: Sequence[TagInfo],
             out.append(DigestDeletion(child, tuple(sorted(child_tags)),
                                       f"child of {', '.join(names)}, deleted with it", parent=digest))
     return out, skipped
+
+
+def descendants(digest: str, children: Callable[[str], Sequence[str]]) -> tuple[str, ...]:
+    """Every manifest below `digest` (its children, theirs, ...), breadth first, each once: what a kept
+    index protects and what goes with a deleted one. `children(d)`: the manifests index `d` refers to."""
+    out: list[str] = []
+    seen = {digest}
+    queue = list(children(digest))
+    while queue:
+        child = queue.pop(0)
+        if child in seen:
+            continue
+        seen.add(child)
+        out.append(child)
+        queue.extend(children(child))
+    return tuple(out)
+
+
+def listing_changes(before: Sequence[TagInfo], now: Sequence[TagInfo], gone: set[str]) -> list[str]:
+    """How the listing `now` differs from `before` once the tags in `gone` (deleted by this run) are
+    left out: tags added, removed, or moved to another digest or other children."""
+    was = {t.name: (t.digest, tuple(t.children)) for t in before if t.name not in gone}
+    is_ = {t.name: (t.digest, tuple(t.children)) for t in now}
+    changes = [f"+{name} ({is_[name][0]})" for name in sorted(set(is_) - set(was))]
+    changes += [f"-{name}" for name in sorted(set(was) - set(is_))]
+    changes += [f"{name} {was[name][0]} -> {is_[name][0]}" if was[name][0] != is_[name][0] else f"{name} children"
+                for name in sorted(set(was) & set(is_)) if was[name] != is_[name]]
+    return changes
 
 
 # --------------------------------------------------------------------------- times

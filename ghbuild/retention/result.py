@@ -31,6 +31,7 @@ class PruneResult:
     errors: list[Entry] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
     ok: bool = True
+    dangling: list[Entry] = field(default_factory=list)   # {"digest", "referenced_by"}: missing manifests
 
     def fill(self, plan: PrunePlan, tags: Sequence[TagInfo]) -> None:
         """What the plan keeps, and its counts."""
@@ -59,6 +60,8 @@ def render(result: PruneResult) -> str:
             lines.append(f"  {title:<18} {label(e)}  {e.get('reason', '')}")
     for e in result.errors:
         lines.append(f"  {'FAILED':<18} {label(e)}  {e.get('error')}")
+    for e in result.dangling:
+        lines.append(f"  {'MISSING':<18} {e['digest']}  referred to by {e['referenced_by']}; the registry lacks it")
     s = result.stats
     lines.append(f"  {s.get('tags', 0)} tags, {s.get('commits', 0)} commits; "
                  f"{len(result.deleted or result.would_delete)} "

@@ -23,6 +23,9 @@ that acts wins. Actions:
   (``on="response"``) close the client's socket abruptly (SO_LINGER 0: the client sees a TCP RST) and drop
   the upstream connection.
 - ``delay``: wait ``seconds``, then forward normally.
+- ``lose_reply``: forward the whole request and read the upstream's whole answer (the request took effect),
+  then instead of that answer reset the connection (``status`` 0) or answer ``status`` (e.g. 502): a reply
+  lost on the way back.
 
 Everything else is forwarded as is, bodies streamed in ``CHUNK``-byte pieces both ways (never a whole blob in
 memory), one upstream connection per request. ``Location`` and ``Link`` headers that name the upstream are
@@ -59,7 +62,7 @@ _ERROR_CODES = {401: "UNAUTHORIZED", 403: "DENIED", 404: "NAME_UNKNOWN", 429: "T
 class Rule:
     """One injected fault; ``occurrences`` counts matching requests, ``fired`` how often it acted."""
 
-    action: str                       # "respond" | "reset" | "delay"
+    action: str                       # "respond" | "reset" | "delay" | "lose_reply"
     method: str | None
     path: re.Pattern[str]
     query: re.Pattern[str] | None = None
@@ -222,6 +225,14 @@ class FaultProxy(LoopbackService):
                              **self._common(method, path, query, nth, count, content_length,
                                             min_content_length, name)))
 
+    def lose_reply(self, method: str | None, path: str, status: int = 0, *, query: str | None = None,
+                   nth: int = 1, count: int | None = 1, content_length: int | None = None,
+                   min_content_length: int | None = None, name: str = "") -> Rule:
+        """Forward, let the upstream act on the request, then reset (``status`` 0) or answer ``status``."""
+        return self.add(Rule("lose_reply", status=status,
+                             **self._common(method, path, query, nth, count, content_length,
+                                            min_content_length, name)))
+
     def clear(self) -> None:
         """Remove every rule (the log stays)."""
         with self._lock:
@@ -297,9 +308,11 @@ class FaultProxy(LoopbackService):
                     state["req"] += len(chunk)
                 self._send_fault(h, rule, state)
             else:
-                self._forward(h, rule if rule is not None and rule.action == "reset" else None, state)
+                self._forward(h, rule if rule is not None and rule.action in ("reset", "lose_reply") else None,
+                              state)
         except _Reset:
-            state["action"], state["status"] = "reset", None
+            state["action"] = "lose_reply" if state["action"] == "lose_reply" else "reset"
+            state["status"] = None
             raise
         except _ClientGone as exc:
             state["status"], state["error"] = None, f"client went away: {exc}"
@@ -403,8 +416,9 @@ class FaultProxy(LoopbackService):
     def _exchange(self, h: _Handler, conn: http.client.HTTPConnection, reset: Rule | None, state: dict) -> None:
         chunked_in = h.headers.get("Transfer-Encoding", "").lower() == "chunked"
         has_body = chunked_in or h.headers.get("Content-Length") is not None
-        reset_request = reset is not None and reset.on == "request"
-        reset_response = reset is not None and reset.on == "response"
+        lose = reset is not None and reset.action == "lose_reply"
+        reset_request = reset is not None and not lose and reset.on == "request"
+        reset_response = reset is not None and not lose and reset.on == "response"
         try:
             conn.putrequest(h.command, h.path, skip_host=True, skip_accept_encoding=True)
             conn.putheader("Host", self.upstream_netloc)
@@ -451,6 +465,17 @@ class FaultProxy(LoopbackService):
         except (OSError, http.client.HTTPException) as exc:
             self._bad_gateway(h, state, f"upstream {self.upstream_netloc}: {upstream_broken or exc}")
             return
+
+        if lose:                            # the upstream acted; the client never hears of it
+            try:
+                resp.read()
+            except (OSError, http.client.HTTPException):
+                pass
+            state["action"] = "lose_reply"
+            if reset.status:
+                self._send_fault(h, reset, state)
+                return
+            self._abort(h, conn)
 
         # response: upstream -> client
         no_body = h.command == "HEAD" or resp.status in (204, 304) or resp.status < 200

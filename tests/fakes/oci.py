@@ -22,6 +22,7 @@ import re
 import tarfile
 import threading
 import urllib.parse
+from datetime import datetime
 from typing import IO, Any, NamedTuple
 
 MT_OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -317,3 +318,18 @@ class RegistryClient:
         if manifest is None:
             raise RegistryError("GET", f"/v2/{name}/manifests/{ref}", 404, b"")
         return self.put_manifest(name, new_tag, manifest.body, manifest.media_type)
+
+
+def push_dated(reg: RegistryClient, repo: str, arch: str, created: datetime, payload: bytes) -> dict:
+    """An image whose config has a real `created` time (what the plain-registry prune ranks commits by)."""
+    layer = gzip.compress(payload, mtime=0)
+    config = json.dumps({"architecture": arch, "os": "linux", "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         "rootfs": {"type": "layers", "diff_ids": [sha256_digest(payload)]}}).encode()
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": MT_OCI_MANIFEST,
+                           "config": {"mediaType": MT_OCI_CONFIG,
+                                      "digest": reg.push_blob(repo, config), "size": len(config)},
+                           "layers": [{"mediaType": MT_OCI_LAYER,
+                                       "digest": reg.push_blob(repo, layer), "size": len(layer)}]}).encode()
+    digest = reg.put_manifest(repo, sha256_digest(manifest), manifest, MT_OCI_MANIFEST)
+    return {"mediaType": MT_OCI_MANIFEST, "digest": digest, "size": len(manifest),
+            "platform": {"architecture": arch, "os": "linux"}}

@@ -34,6 +34,18 @@ def registry_url(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
+def fresh_registry_url(tmp_path: Path):
+    """A registry of the test's own (modules whose tests must not see each other's tags override
+    `registry_url` with this)."""
+    from fakes.registry_server import running_registry
+
+    root = tmp_path / "registry"
+    root.mkdir()
+    with running_registry(root) as url:
+        yield url
+
+
+@pytest.fixture
 def reg(registry_url: str):
     """Plain HTTP access to that registry (the independent client of tests/fakes/oci.py): pushes test
     images, checks results."""

@@ -13,7 +13,7 @@ What the code promises (ghbuild/publish.py, README "Errors and exit codes"), and
 - a failure while copying (before any tag moves) is a registry error, exit 12, one line, and no tag moved;
 - a failure while moving tags is a publish error, exit 13: the tags already moved are put back, and a tag
   that did not exist before is named in the error as one that could not be restored (a registry cannot
-  delete a single tag);
+  delete a single tag; only the new immutable `nightly-<sha>` can be one, as it moves first);
 - a rerun without faults publishes everything.
 """
 
@@ -331,10 +331,10 @@ def failed_tag_move(session, hub, staged):
 
 
 def test_failed_tag_move_rolls_back_and_rerun_succeeds(session, hub, staged, failed_tag_move):
-    """Per-arch tags moved, then `nightly` fails for good: exit 13, one line; the per-arch tags point at the
-    OLD digests again, `nightly` never moved, and the new `nightly-<sha>` was never created (new tags move
-    last, because a registry cannot delete a single tag): none moved. A rerun without faults then publishes
-    everything."""
+    """The new `nightly-<sha>` first, then the per-arch tags, then `nightly` fails for good: exit 13, one
+    line; the per-arch tags point at the OLD digests again and `nightly` never moved. The new immutable
+    `nightly-<sha>` stays (complete, and a registry cannot delete a single tag): the error names it. A rerun
+    without faults then publishes everything."""
     old_sha, old = staged["old"]
     sha, new = staged["new"]
     name, before, run, after, log = failed_tag_move
@@ -342,24 +342,28 @@ def test_failed_tag_move_rolls_back_and_rerun_succeeds(session, hub, staged, fai
     line = assert_one_line_error(run, 13, "publish error")
     assert line.startswith("ghbuild: publish error: moving tags failed (put manifest ")
     assert f":nightly: failed after {ATTEMPTS} attempts: PUT manifest " in line and "HTTP 500" in line
-    assert line.endswith("); rolled back nightly-arm64, nightly-x86_64"), line
+    assert (f"; restored nightly-arm64 (to {old['arm64']}), nightly-x86_64 (to {old['amd64']}); "
+            f"could not restore ") in line, line
+    assert line.endswith(f":nightly-{sha} (new, holds {after[f'nightly-{sha}']}: a registry cannot delete a "
+                         "single tag)"), line
 
-    # the order on the wire: per-arch tags, nightly (x4), then the rollback in reverse; never nightly-<sha>
+    # the order on the wire: the new immutable tag, per-arch tags, nightly (x4), then the restores in reverse
     tag_puts = [(e.path.rsplit("/", 1)[1], e.status) for e in log
-                if e.method == "PUT" and "/manifests/" in e.path and "sha256:" not in e.path]
-    assert tag_puts == [("nightly-x86_64", 201), ("nightly-arm64", 201), *[("nightly", 500)] * ATTEMPTS,
-                        ("nightly-arm64", 201), ("nightly-x86_64", 201)]
+                if e.method == "PUT" and "/manifests/" in e.path and "sha256:" not in e.path
+                and "ghbuild-publish-lease" not in e.path]
+    assert tag_puts == [(f"nightly-{sha}", 201), ("nightly-x86_64", 201), ("nightly-arm64", 201),
+                        *[("nightly", 500)] * ATTEMPTS, ("nightly-arm64", 201), ("nightly-x86_64", 201)]
 
-    # none moved: every tag points where it did, the new commit's tag does not exist
-    assert after == before
+    # the moving tags point where they did; only the new commit's own tag exists in addition
+    assert after == {**before, f"nightly-{sha}": after[f"nightly-{sha}"]} and after[f"nightly-{sha}"]
     assert after["nightly-x86_64"] == old["amd64"] and after["nightly-arm64"] == old["arm64"]
-    assert after["nightly"] == after[f"nightly-{old_sha}"] and after[f"nightly-{sha}"] is None
+    assert after["nightly"] == after[f"nightly-{old_sha}"] != after[f"nightly-{sha}"]
 
     again = publish(session, hub, hub.host, name, sha)
     assert again.rc == 0, again.stderr[-3000:]
     new_index = assert_published(hub, name, sha, new)
     assert new_index != before["nightly"]
     assert sorted(again.result["moved"]) == sorted(f"{_template(hub.host, name).format(image='cpu')}:{tag}"
-                                                   for tag in ("nightly", f"nightly-{sha}", *ARCH_TAGS.values()))
+                                                   for tag in ("nightly", *ARCH_TAGS.values()))
     assert _digest(hub, name, f"nightly-{old_sha}") == before["nightly"]
     print(f"failed publish {run.seconds:.1f} s, rerun {again.seconds:.1f} s")

@@ -8,7 +8,6 @@ tests/test_retention_plan.py, the delete loop in tests/test_retention_loop.py.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 from datetime import datetime, timedelta, timezone
@@ -16,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from fakes.registry_server import running_registry
 from fakes import dockerhub
 from fakes import github as ghfake
-from fakes.dockerhub import MT_OCI_MANIFEST, RegistryClient, sha256_digest
+from fakes.dockerhub import RegistryClient
+from fakes.oci import push_dated
 from ghbuild import retention
 from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.options import ImageOptions, Options, PublishOptions
@@ -58,11 +57,8 @@ class Waits(list):
 
 
 @pytest.fixture
-def registry_url(tmp_path: Path):
-    root = tmp_path / "registry"
-    root.mkdir()
-    with running_registry(root) as url:
-        yield url
+def registry_url(fresh_registry_url: str) -> str:
+    return fresh_registry_url
 
 
 @pytest.fixture
@@ -323,21 +319,6 @@ def test_ghcr_missing_or_rejected_token(gh, reg):
 
 
 # --------------------------------------------------------------------------- plain registry
-
-
-def push_dated(reg: RegistryClient, repo: str, arch: str, created: datetime, payload: bytes) -> dict:
-    """An image whose config has a real `created` (the fake's push_image always says 1970)."""
-    layer = gzip.compress(payload, mtime=0)
-    config = json.dumps({"architecture": arch, "os": "linux", "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "rootfs": {"type": "layers", "diff_ids": [sha256_digest(payload)]}}).encode()
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": MT_OCI_MANIFEST,
-                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                                      "digest": reg.push_blob(repo, config), "size": len(config)},
-                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                                       "digest": reg.push_blob(repo, layer), "size": len(layer)}]}).encode()
-    digest = reg.put_manifest(repo, sha256_digest(manifest), manifest, MT_OCI_MANIFEST)
-    return {"mediaType": MT_OCI_MANIFEST, "digest": digest, "size": len(manifest),
-            "platform": {"architecture": arch, "os": "linux"}}
 
 
 def test_plain_registry_fallback_deletes_by_digest(reg, registry_url):
