@@ -487,16 +487,24 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if commit_time is None:
         found = _git(["show", "-s", "--format=%ct", f"{sha}^{{commit}}"], Path.cwd())
         commit_time = int(found) if found and found.isdigit() else None
-    outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha, owner=owner,
-                          env=os.environ, version=args.version if kind == "release" else None,
-                          dry_run=args.dry_run, github_release=not (kind == "release" and args.no_github_release),
-                          records=_publish_records(args, options, sha),
-                          source_url=source_url, commit_time=commit_time,
-                          lease_options={"wait": args.lease_wait}, log=_indented, say=_log,
-                          warn=lambda m: gha.annotate("warning", m), group=gha.group)
+    try:
+        outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha,
+                              owner=owner, env=os.environ, version=args.version if kind == "release" else None,
+                              dry_run=args.dry_run,
+                              github_release=not (kind == "release" and args.no_github_release),
+                              records=_publish_records(args, options, sha),
+                              source_url=source_url, commit_time=commit_time,
+                              lease_options={"wait": args.lease_wait}, log=_indented, say=_log,
+                              warn=lambda m: gha.annotate("warning", m), group=gha.group)
+    except GhbuildError as exc:
+        gha.add_summary(publish.failure_summary(kind, exc))
+        raise
+    gha.add_summary(publish.summary(outcome, dry_run=args.dry_run))
     if not args.dry_run:
         for result in outcome.results:
             gha.set_output(f"{result.image}-index-digest", result.index_digest or "")
+        for name, value in publish.outputs(outcome).items():
+            gha.set_output(name, value)
     if args.json:
         print(json.dumps(outcome.to_dict(), indent=2))
     return 0

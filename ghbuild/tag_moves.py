@@ -112,7 +112,9 @@ def apply(moves: Sequence[TagMove], *, check_lease: Callable[[TagMove], None] = 
             move.reg.put_manifest(move.repo, move.tag, move.body, move.media_type)
     except (RegistryError, PublishError) as exc:
         undo(phase, log)
-        raise PublishError(f"moving tags failed ({exc}); {phase.report()}") from None
+        error = PublishError(f"moving tags failed ({exc}); {phase.report()}")
+        error.phase = phase      # type: ignore[attr-defined]  # for the job summary
+        raise error from None
     return phase
 
 
