@@ -271,13 +271,24 @@ def _options(args: argparse.Namespace):
     return config.load(args.config, os.environ, Path.cwd())
 
 
+def _context(args: argparse.Namespace):
+    """The GitHub context of this run; outside Actions, what was inferred from git is said on stderr
+    (`plan`'s table shows it itself)."""
+    from ghbuild import context
+
+    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    if not gha.in_actions() and not (args.command == "plan" and not args.json):
+        for note in ctx.notes:
+            _log(f"ghbuild: note: {note}")
+    return ctx
+
+
 def _load(args: argparse.Namespace, images: list[str] | None, arches: list[str] | None):
     """The one way a command gets its config, GitHub context and plan: (options, plan), warnings annotated."""
-    from ghbuild import context, planner
+    from ghbuild import planner
 
     options = _options(args)
-    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
-    plan = planner.plan(ctx, options, images=images, arches=arches)
+    plan = planner.plan(_context(args), options, images=images, arches=arches)
     for warning in plan.warnings:
         gha.annotate("warning", warning)
     return options, plan
@@ -319,10 +330,10 @@ def _owner(args: argparse.Namespace) -> str:
 
 def _require_trusted_run(args: argparse.Namespace, options, what: str):
     """The GitHub context of a run that writes published tags or deletes them; refused unless trusted."""
-    from ghbuild import context, planner
+    from ghbuild import planner
     from ghbuild.errors import TrustError
 
-    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    ctx = _context(args)
     refusal = planner.publishing_refusal(ctx, options)
     if refusal:
         raise TrustError(f"{what}: {refusal}")
@@ -447,9 +458,9 @@ def _publish_records(args: argparse.Namespace, options, sha: str):
     if args.records:
         return records.load(args.records)
     if records_from:
-        from ghbuild import context, planner
+        from ghbuild import planner
 
-        trust, _ = planner.decide_trust(context.from_environment(os.environ, _overrides(args), Path.cwd()), options)
+        trust, _ = planner.decide_trust(_context(args), options)
         return records.fetch(os.environ, trust.canonical_repository, records_from, sha, trust.stable_branch,
                              log=_indented)
     return None
