@@ -186,8 +186,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="also write the JSON to FILE (the artifact release.yml reads)")
 
     sub.add_parser("schema", help="print the JSON schema of the config file")
+    _init_parser(sub)
     _runner_parsers(sub)
     return parser
+
+
+def _init_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "init", help="adopt ghbuild here: write ghbuild.toml and .github/workflows/images.yml, print the "
+                     "Dockerfile lines for sccache",
+        description="Run at the root of a repository: writes ghbuild.toml (an image per Dockerfile found, its last "
+                    "stage as target, the canonical repository from the git remote 'origin') and the caller "
+                    "workflow .github/workflows/images.yml pinned to the ghbuild commit running this; then prints "
+                    "what each compile step of each Dockerfile needs for sccache. Edits no Dockerfile; overwrites "
+                    "nothing without --force.")
+    p.add_argument("--diff", action="store_true", help="print the Dockerfile changes as a patch (for `git apply`)")
+    p.add_argument("--force", action="store_true", help="overwrite ghbuild.toml and images.yml if they exist")
+    p.add_argument("--platform", action="append", metavar="OS/ARCH",
+                   help="platforms of every image (repeatable or a comma list; default linux/amd64,linux/arm64)")
+    p.add_argument("--pin", metavar="OWNER/NAME@SHA",
+                   help="the ghbuild the workflow calls (default: the commit this ghbuild was installed from)")
 
 
 def _runner_parsers(subparsers) -> None:
@@ -519,6 +537,23 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from ghbuild import init
+
+    platforms = tuple(_image_names(args.platform) or init.DEFAULT_PLATFORMS)
+    pin = init.toolkit_pin(args.pin)
+    adoption = init.adopt(Path.cwd(), pin, platforms)
+    for path in init.write(adoption, args.force):
+        _log(f"ghbuild init: wrote {path.relative_to(adoption.root)}")
+    _log(f"ghbuild init: the workflow calls {pin.repository}@{pin.ref} ({pin.source}); images: "
+         + ", ".join(f"{f.image} ({f.path})" for f in adoption.dockerfiles))
+    for item in adoption.dockerfiles:
+        print(init.diff(adoption.root, item) if args.diff else init.instructions(item), end="")
+        for line in item.skipped:
+            _log(f"ghbuild init: {line}")
+    return 0
+
+
 def cmd_runner_check(args: argparse.Namespace) -> int:
     from ghbuild import runner_check
 
@@ -575,7 +610,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
             "ensure-base": cmd_ensure_base, "digests": cmd_digests, "publish": cmd_publish, "prune": cmd_prune,
-            "schema": cmd_schema, "runner-check": cmd_runner_check, "container-flags": cmd_container_flags,
+            "schema": cmd_schema, "init": cmd_init, "runner-check": cmd_runner_check,
+            "container-flags": cmd_container_flags,
             "diagnose": cmd_diagnose}
 
 
