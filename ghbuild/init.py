@@ -15,12 +15,12 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ghbuild import __version__, config, dockerfile, naming
+from ghbuild.context import _git
 from ghbuild.errors import InvalidReferenceError, UsageError
 from ghbuild.options import DEFAULT_SCCACHE_HELPER_IMAGE
 
@@ -138,14 +138,6 @@ def _slug_or(url: str | None, fallback: str | None) -> str:
         if fallback:
             return fallback
         raise UsageError(f"{url} is not a GitHub repository: pass --pin OWNER/NAME@SHA") from None
-
-
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
 
 
 # --------------------------------------------------------------------------- reading the repository
