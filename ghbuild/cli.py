@@ -187,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the JSON schema of the config file")
     _init_parser(sub)
+    p = sub.add_parser("overrides", help="check KEY=VALUE config overrides and set them as GHBUILD_* variables for "
+                                         "the job's later steps (the reusable workflows' `overrides` input)")
+    p.add_argument("lines", metavar="TEXT", help="KEY=VALUE lines; KEY a config key (sccache.bucket) or its variable")
+    p.add_argument("--config", metavar="PATH", help="config file")
     _runner_parsers(sub)
     return parser
 
@@ -554,6 +558,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_overrides(args: argparse.Namespace) -> int:
+    from ghbuild import overrides
+
+    variables = overrides.parse(args.lines)
+    overrides.validate(variables, args.config, os.environ, Path.cwd())
+    for name, value in variables.items():
+        gha.export(name, value)
+        print(f"{name}={value}")
+    return 0
+
+
 def cmd_runner_check(args: argparse.Namespace) -> int:
     from ghbuild import runner_check
 
@@ -610,7 +625,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
             "ensure-base": cmd_ensure_base, "digests": cmd_digests, "publish": cmd_publish, "prune": cmd_prune,
-            "schema": cmd_schema, "init": cmd_init, "runner-check": cmd_runner_check,
+            "schema": cmd_schema, "init": cmd_init, "overrides": cmd_overrides,
+            "runner-check": cmd_runner_check,
             "container-flags": cmd_container_flags,
             "diagnose": cmd_diagnose}
 
