@@ -198,8 +198,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="also write the JSON to FILE (the artifact release.yml reads)")
 
     sub.add_parser("schema", help="print the JSON schema of the config file")
+    _init_parser(sub)
+    p = sub.add_parser("overrides", help="check KEY=VALUE config overrides and set them as GHBUILD_* variables for "
+                                         "the job's later steps (the reusable workflows' `overrides` input)")
+    p.add_argument("lines", metavar="TEXT", help="KEY=VALUE lines; KEY a config key (sccache.bucket) or its variable")
+    p.add_argument("--config", metavar="PATH", help="config file")
     _runner_parsers(sub)
     return parser
+
+
+def _init_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "init", help="adopt ghbuild here: write ghbuild.toml and .github/workflows/images.yml, print the "
+                     "Dockerfile lines for sccache",
+        description="Run at the root of a repository: writes ghbuild.toml (an image per Dockerfile found, its last "
+                    "stage as target, the canonical repository from the git remote 'origin') and the caller "
+                    "workflow .github/workflows/images.yml pinned to the ghbuild commit running this; then prints "
+                    "what each compile step of each Dockerfile needs for sccache. Edits no Dockerfile; overwrites "
+                    "nothing without --force.")
+    p.add_argument("--diff", action="store_true", help="print the Dockerfile changes as a patch (for `git apply`)")
+    p.add_argument("--force", action="store_true", help="overwrite ghbuild.toml and images.yml if they exist")
+    p.add_argument("--platform", action="append", metavar="OS/ARCH",
+                   help="platforms of every image (repeatable or a comma list; default linux/amd64,linux/arm64)")
+    p.add_argument("--pin", metavar="OWNER/NAME@SHA",
+                   help="the ghbuild the workflow calls (default: the commit this ghbuild was installed from)")
 
 
 def _runner_parsers(subparsers) -> None:
@@ -283,13 +305,24 @@ def _options(args: argparse.Namespace):
     return config.load(args.config, os.environ, Path.cwd())
 
 
+def _context(args: argparse.Namespace):
+    """The GitHub context of this run; outside Actions, what was inferred from git is said on stderr
+    (`plan`'s table shows it itself)."""
+    from ghbuild import context
+
+    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    if not gha.in_actions() and not (args.command == "plan" and not args.json):
+        for note in ctx.notes:
+            _log(f"ghbuild: note: {note}")
+    return ctx
+
+
 def _load(args: argparse.Namespace, images: list[str] | None, arches: list[str] | None):
     """The one way a command gets its config, GitHub context and plan: (options, plan), warnings annotated."""
-    from ghbuild import context, planner
+    from ghbuild import planner
 
     options = _options(args)
-    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
-    plan = planner.plan(ctx, options, images=images, arches=arches)
+    plan = planner.plan(_context(args), options, images=images, arches=arches)
     for warning in plan.warnings:
         gha.annotate("warning", warning)
     return options, plan
@@ -331,10 +364,10 @@ def _owner(args: argparse.Namespace) -> str:
 
 def _require_trusted_run(args: argparse.Namespace, options, what: str):
     """The GitHub context of a run that writes published tags or deletes them; refused unless trusted."""
-    from ghbuild import context, planner
+    from ghbuild import planner
     from ghbuild.errors import TrustError
 
-    ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
+    ctx = _context(args)
     refusal = planner.publishing_refusal(ctx, options)
     if refusal:
         raise TrustError(f"{what}: {refusal}")
@@ -459,9 +492,9 @@ def _publish_records(args: argparse.Namespace, options, sha: str):
     if args.records:
         return records.load(args.records)
     if records_from:
-        from ghbuild import context, planner
+        from ghbuild import planner
 
-        trust, _ = planner.decide_trust(context.from_environment(os.environ, _overrides(args), Path.cwd()), options)
+        trust, _ = planner.decide_trust(_context(args), options)
         return records.fetch(os.environ, trust.canonical_repository, records_from, sha, trust.stable_branch,
                              log=_indented)
     return None
@@ -533,6 +566,34 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from ghbuild import init
+
+    platforms = tuple(_image_names(args.platform) or init.DEFAULT_PLATFORMS)
+    pin = init.toolkit_pin(args.pin)
+    adoption = init.adopt(Path.cwd(), pin, platforms)
+    for path in init.write(adoption, args.force):
+        _log(f"ghbuild init: wrote {path.relative_to(adoption.root)}")
+    _log(f"ghbuild init: the workflow calls {pin.repository}@{pin.ref} ({pin.source}); images: "
+         + ", ".join(f"{f.image} ({f.path})" for f in adoption.dockerfiles))
+    for item in adoption.dockerfiles:
+        print(init.diff(adoption.root, item) if args.diff else init.instructions(item), end="")
+        for line in item.skipped:
+            _log(f"ghbuild init: {line}")
+    return 0
+
+
+def cmd_overrides(args: argparse.Namespace) -> int:
+    from ghbuild import overrides
+
+    variables = overrides.parse(args.lines)
+    overrides.validate(variables, args.config, os.environ, Path.cwd())
+    for name, value in variables.items():
+        gha.export(name, value)
+        print(f"{name}={value}")
+    return 0
+
+
 def cmd_runner_check(args: argparse.Namespace) -> int:
     from ghbuild import runner_check
 
@@ -589,7 +650,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
             "ensure-base": cmd_ensure_base, "digests": cmd_digests, "publish": cmd_publish, "prune": cmd_prune,
-            "schema": cmd_schema, "runner-check": cmd_runner_check, "container-flags": cmd_container_flags,
+            "schema": cmd_schema, "init": cmd_init, "overrides": cmd_overrides,
+            "runner-check": cmd_runner_check,
+            "container-flags": cmd_container_flags,
             "diagnose": cmd_diagnose}
 
 

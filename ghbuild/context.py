@@ -1,7 +1,8 @@
 """The GitHub context: what GitHub set for this run, read once into a typed object.
 
 Sources, strongest first: command-line flags (for local use), the event payload at
-GITHUB_EVENT_PATH, then the GITHUB_* variables. Fork detection comes from the payload
+GITHUB_EVENT_PATH, then the GITHUB_* variables, then (outside Actions) the git checkout: a push of
+its branch, in the repository its `origin` remote names. Fork detection comes from the payload
 (head and base repository ids), never from names or guesses; `--head-repo` can make a pull
 request a fork, never turn a head the payload's ids prove to be a fork into a branch of ours.
 Every error names the variable, flag or payload the bad value came from.
@@ -23,6 +24,8 @@ from ghbuild.errors import ContextError, InvalidReferenceError, TrustError
 EVENTS = ("push", "pull_request", "pull_request_target", "schedule", "workflow_dispatch", "merge_group")
 PR_EVENTS = ("pull_request", "pull_request_target")
 _ZERO_SHA = "0" * 40
+LOCAL_PUSH_NOTE = ("event: a push of the checked-out branch of the 'origin' repository (outside GitHub Actions "
+                   "without --event; --event, --ref, --repository and --default-branch choose another run)")
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,13 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         raise TrustError(f"--event {o.event}: this run is a {actual_event} event; "
                          "the event cannot be overridden inside GitHub Actions")
     event = o.event or actual_event or ""
+    if not event and env.get("GITHUB_ACTIONS") != "true":
+        # Local use: the run at hand is a push of what is checked out, so a plain `ghbuild build`
+        # needs no flags; the repository, ref and commit then come from git like any unset value.
+        event = "push"
+        notes.append(LOCAL_PUSH_NOTE)
     if not event:
-        raise ContextError("no event: GITHUB_EVENT_NAME is not set (outside Actions, pass --event)")
+        raise ContextError("no event: GITHUB_EVENT_NAME is not set")
     if event not in EVENTS:
         raise ContextError(f"event {event!r} is not supported (supported: {', '.join(EVENTS)})")
 
@@ -163,7 +171,8 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
             repository_src = "git remote 'origin'"
             notes.append("repository: from the git remote 'origin'")
     if not repository:
-        raise ContextError("no repository: GITHUB_REPOSITORY is not set (outside Actions, pass --repository OWNER/NAME)")
+        raise ContextError("no repository: GITHUB_REPOSITORY is not set and no git remote 'origin' names a GitHub "
+                           "repository (pass --repository OWNER/NAME)")
     try:
         if not isinstance(repository, str):
             raise InvalidReferenceError(f"{repository!r} is not a GitHub repository (expected owner/name)")
@@ -266,7 +275,7 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
             ref = _full_ref(branch)
             notes.append("ref: the checked-out git branch")
     if not ref:
-        raise ContextError("no ref: GITHUB_REF is not set (outside Actions, pass --ref BRANCH)")
+        raise ContextError("no ref: GITHUB_REF is not set and git HEAD is not on a branch (pass --ref BRANCH)")
 
     if not sha:
         sha, sha_src = env.get("GITHUB_SHA") or None, "GITHUB_SHA"
@@ -275,7 +284,7 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         if sha:
             notes.append("sha: the checked-out git commit")
     if not sha:
-        raise ContextError("no commit: GITHUB_SHA is not set (outside Actions, pass --sha SHA)")
+        raise ContextError("no commit: GITHUB_SHA is not set and this is not a git checkout (pass --sha SHA)")
     if not (isinstance(sha, str) and len(sha) == 40 and all(c in "0123456789abcdef" for c in sha.lower())):
         raise ContextError(f"{sha_src}: {sha!r} is not a 40-hex commit id")
 

@@ -29,20 +29,27 @@ class Stage:
         return self.name or f"stage-{self.index}"
 
 
-def _logical_lines(text: str):
-    buffer = ""
-    for raw in text.splitlines():
+def instructions(text: str):
+    """(first line, last line, instruction) per instruction: 0-based physical lines, continuations joined.
+    Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does)."""
+    buffer, first = "", None
+    for number, raw in enumerate(text.splitlines()):
         stripped = raw.strip()
-        # Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does).
         if not stripped or stripped.startswith("#"):
             continue
+        first = number if first is None else first
         if raw.rstrip().endswith("\\"):
             buffer += raw.rstrip()[:-1] + " "
             continue
-        yield buffer + raw
-        buffer = ""
+        yield first, number, buffer + raw
+        buffer, first = "", None
     if buffer:
-        yield buffer
+        yield first, number, buffer
+
+
+def _logical_lines(text: str):
+    for _, _, line in instructions(text):
+        yield line
 
 
 def stages(path: Path) -> list[Stage]:

@@ -60,6 +60,16 @@ def set_output(name: str, value: Any) -> bool:
     return True
 
 
+def export(name: str, value: str) -> bool:
+    """Set an environment variable for the job's later steps. Returns False outside Actions."""
+    if not _runner_file("GITHUB_ENV"):
+        return False
+    from actions_toolkit import core
+
+    core.export_variable(name, value)
+    return True
+
+
 def add_summary(markdown: str) -> bool:
     """Append Markdown to the job summary. Returns False outside Actions."""
     if not _runner_file("GITHUB_STEP_SUMMARY"):

@@ -403,7 +403,8 @@ ERROR_CASES = [
      None, 4, "context error", ["'release' is not supported"]),
     ("unknown_event_env", [], {"GITHUB_EVENT_NAME": "issue_comment", "GITHUB_REPOSITORY": "org/project"}, None,
      4, "context error", ["'issue_comment' is not supported"]),
-    ("no_event", [], {}, None, 4, "context error", ["GITHUB_EVENT_NAME is not set", "--event"]),
+    # Outside Actions the event defaults to a push of the checkout; a folder that is not one names no repository.
+    ("no_repository_outside_a_checkout", [], {}, None, 4, "context error", ["no git remote 'origin'", "--repository"]),
     ("malformed_payload", [], {"GITHUB_EVENT_NAME": "push", "GITHUB_REPOSITORY": "org/project",
                                "GITHUB_EVENT_PATH": "@payload:{not json"}, None, 4, "context error",
      ["GITHUB_EVENT_PATH: ", "is not valid JSON"]),

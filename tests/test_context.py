@@ -236,7 +236,8 @@ def _error_cases(event, tmp_path):
         ("unknown event", {**push.environ(), "GITHUB_EVENT_NAME": "issue_comment"}, None,
          ["issue_comment", "not supported"], []),
         ("unknown --event", push.environ(), Overrides(event="release"), ["release", "not supported"], []),
-        ("no event", _drop(push.environ(), "GITHUB_EVENT_NAME"), None, ["GITHUB_EVENT_NAME", "--event"], []),
+        ("no event in Actions", {**_drop(push.environ(), "GITHUB_EVENT_NAME"), "GITHUB_ACTIONS": "true"}, None,
+         ["GITHUB_EVENT_NAME"], []),
         ("malformed JSON", push.environ(GITHUB_EVENT_PATH=_write(tmp_path, "bad.json", '{"ref": ')), None,
          ["GITHUB_EVENT_PATH", "not valid JSON"], []),
         ("malformed JSON via flag", push.environ(),
@@ -289,7 +290,7 @@ def error_cases(event, tmp_path):
 
 
 ERROR_CASE_IDS = [
-    "unknown event", "unknown --event", "no event", "malformed JSON", "malformed JSON via flag", "payload missing",
+    "unknown event", "unknown --event", "no event in Actions", "malformed JSON", "malformed JSON via flag", "payload missing",
     "payload is a list", "payload is a string", "PR payload without base", "PR base repo not an object",
     "PR head repo not an object", "PR payload without number", "PR head repo not a slug",
     "PR event, no payload, no --pr", "PR event, no payload, no base", "merge_group, no payload, no base",
