@@ -500,8 +500,21 @@ def _publish_records(args: argparse.Namespace, options, sha: str):
     return None
 
 
+def interrupt_on_sigterm() -> None:
+    """SIGTERM (a cancelled GitHub job: SIGINT, then SIGTERM) raises KeyboardInterrupt like SIGINT, so
+    a publish interrupted in its tag phase still puts its tags back and gives its lease up."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
     from ghbuild import publish
+
+    interrupt_on_sigterm()
     from ghbuild.context import _git
 
     options = _options(args)

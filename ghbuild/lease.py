@@ -13,7 +13,7 @@ mutual-exclusion protocol, which needs nothing but reads and writes:
 Any run that saw the lease free wrote within `max_write` of that read, so after `settle` every competing
 write has landed: of two runs, the later writer wins, the other sees its token and waits. The holder
 checks the lease again before each moving-tag write (`check`), and gives it back when done (`release`,
-only while it still holds it). A run that died keeps the lease until it expires (`ttl`).
+only while it still holds it). A run that died keeps the lease until it expires (`ttl`, two minutes: far longer than a tag phase, which checks it has not run out).
 
 This assumes a registry that returns a completed write on the next read (the distribution registry
 does; Docker Hub and GHCR are read-after-write consistent for a manifest by tag as far as we know) and
@@ -82,8 +82,8 @@ def _utcnow() -> datetime:
 class Lease:
     """The lease of one repository (`repo` on `reg`; `repository` names it in messages)."""
 
-    def __init__(self, reg: registry.Registry, repo: str, repository: str, holder: str, *, ttl: float = 600.0,
-                 wait: float = 600.0, max_write: float = 2.0, settle: float = 3.0, poll: float = 5.0,
+    def __init__(self, reg: registry.Registry, repo: str, repository: str, holder: str, *, ttl: float = 120.0,
+                 wait: float = 600.0, max_write: float = 3.0, settle: float = 4.0, poll: float = 5.0,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = _utcnow, log: Callable[[str], None] = lambda m: None):
         if settle <= max_write:
@@ -125,8 +125,17 @@ class Lease:
             mine = LeaseState(token, self.holder, self.now() + timedelta(seconds=self.ttl), current.published_sha,
                               current.published_time)
             self._written.add(token)
-            self._write(mine)
+            try:
+                self._write(mine)
+            except RegistryError:
+                self._free_own()     # the write may have landed although its reply did not
+                raise
             if self.clock() - started > self.max_write:
+                if self.clock() >= deadline:
+                    self._free_own()
+                    raise PublishError(f"{self.repository}: could not take the lease {LEASE_TAG}: reading and "
+                                       f"writing it took over {self.max_write:.0f} s every time for "
+                                       f"{self.wait:.0f} s (a slow registry). Tags moved by nobody; rerun later")
                 # Too slow (a retried write): a run that read "free" before our write landed may have taken the
                 # lease since. Start over; finding only our own token again then means nobody else wrote, and
                 # a run our late write overwrote stops at its next `check`.
@@ -155,13 +164,19 @@ class Lease:
         record found when nothing moved). Never raises: an unreleased lease expires by itself."""
         if not self.token:
             return
+        if published_sha is None:
+            published_sha, published_time = self.found.published_sha, self.found.published_time
+        self._free_own(published_sha, published_time)
+        self.token = ""
+
+    def _free_own(self, published_sha: str | None = None, published_time: int | None = None) -> None:
+        """Write the lease free if it holds a token of this run's; never raises (it expires by itself)."""
         try:
-            if self.read().token != self.token:
+            current = self.read()
+            if current.token not in self._written:
                 return
             if published_sha is None:
-                published_sha, published_time = self.found.published_sha, self.found.published_time
+                published_sha, published_time = current.published_sha, current.published_time
             self._write(LeaseState("", "", None, published_sha, published_time))
         except RegistryError as exc:
-            self.log(f"{self.repository}: could not release the lease ({exc}); it expires by itself")
-        finally:
-            self.token = ""
+            self.log(f"{self.repository}: could not give the lease back ({exc}); it expires by itself")

@@ -110,8 +110,10 @@ def apply(moves: Sequence[TagMove], *, check_lease: Callable[[TagMove], None] = 
             log(move.describe())
             phase.moved.append(move)      # before the write: a lost reply may still have applied it
             move.reg.put_manifest(move.repo, move.tag, move.body, move.media_type)
-    except (RegistryError, PublishError) as exc:
-        undo(phase, log)
+    except BaseException as exc:
+        undo(phase, log)          # also when the run is interrupted (SIGINT, SIGTERM: see ghbuild.cli)
+        if not isinstance(exc, (RegistryError, PublishError)):
+            raise
         error = PublishError(f"moving tags failed ({exc}); {phase.report()}")
         error.phase = phase      # type: ignore[attr-defined]  # for the job summary
         raise error from None

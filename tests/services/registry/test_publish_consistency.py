@@ -10,6 +10,7 @@ through tests/fakes/faultproxy.py, which can let a request take effect and then 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -385,3 +386,53 @@ def test_a_kept_index_missing_a_child_is_reported_and_the_prune_goes_on(reg, reg
     assert result["dangling"] == [{"digest": lost["digest"], "referenced_by": broken["digest"]}]
     assert reg.head_manifest("hub/app", commits[0][2]["digest"]) is None
     assert reg.head_manifest("hub/app", "broken") is not None
+
+
+def test_a_publish_terminated_in_its_tag_phase_puts_its_tags_back_and_frees_the_lease(reg, registry_url, proxy,
+                                                                                     old_nightly, tmp_path):
+    """SIGTERM (what a cancelled job gets) while `nightly` is being written: the per-arch tags go back,
+    the lease is given up, and the next publish neither waits nor finds a mixed state."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    host = host_of(registry_url)
+    commit = sha("T")
+    records = stage(reg, host, commit)
+    # The check of `nightly` right before its write (its third lookup, after the two reads of the phase's start)
+    # takes 3 s: the window to terminate it in. A read: arriving after the client died, it changes nothing.
+    proxy.delay("HEAD", r"/hub/app/manifests/nightly$", 3.0, nth=3)
+    script = tmp_path / "publish.py"
+    script.write_text(f"""
+import json, sys
+sys.path[:0] = {[str(Path(__file__).parent), str(Path(__file__).parents[2])]!r}
+from ghbuild.cli import interrupt_on_sigterm
+from test_publish_consistency import options, run_nightly
+interrupt_on_sigterm()
+print("publishing", flush=True)
+try:
+    run_nightly(options({host!r}, {proxy.host!r}), {commit!r}, json.loads(sys.argv[1]), commit_time=9000)
+except KeyboardInterrupt:
+    sys.exit(130)
+""")
+    proc = subprocess.Popen([sys.executable, str(script), json.dumps(records)], cwd=Path(__file__).parents[3],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    new_arm = records["app-arm64"]["digest"]
+    while (reg.head_manifest("hub/app", "nightly-arm64") or (None,))[0] != new_arm:   # the last per-arch tag moved
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"the publish never moved nightly-arm64 (exit {proc.poll()}): {proc.communicate(timeout=10)[0]}")
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)       # while it checks the lease before `nightly`
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, out
+
+    now = tags_of(reg, "hub/app")
+    assert {t: now[t] for t in MOVING} == {t: old_nightly[t] for t in MOVING}
+    lease = json.loads(reg.get_manifest("hub/app", LEASE_TAG).body)["annotations"]
+    assert lease["dev.ghbuild.lease.token"] == ""
+    again = run_nightly(options(host, host), commit, records, commit_time=9000, wait=1.0)
+    assert tags_of(reg, "hub/app")["nightly"] == published(again)["nightly"]
