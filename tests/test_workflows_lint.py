@@ -223,10 +223,14 @@ def test_action_bodies_only_call_ghbuild():
         if runs["using"] != "composite":
             continue
         for step in runs["steps"]:
+            if path.parent.name == "setup" and "uses" in step:   # the environment's cache, nothing else
+                assert re.fullmatch(r"actions/cache/(restore|save)@[0-9a-f]{40}", step["uses"]), step["uses"]
+                continue
             assert "uses" not in step, f"{path}: composite actions here call no other action"
             command = " ".join(step["run"].split())
             if path.parent.name == "setup":
-                assert command == '"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py"', command
+                assert command in ('"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py"',
+                                   '"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py" --key'), command
             else:
                 assert command.startswith("ghbuild ") and not re.search(r"[;&|`]|\$\(|\bif\b|\bfor\b", command), \
                     f"{path.parent.name}: {command}"
@@ -445,7 +449,7 @@ def plant_install(root: Path, runner_temp: Path) -> None:
     exe.parent.mkdir(parents=True)
     exe.write_text("#!/bin/sh\necho 'ghbuild 0.1.0'\n")
     exe.chmod(0o755)
-    fingerprint = setup_module.fingerprint(root, setup_module.source_files(root))
+    fingerprint = setup_module.fingerprint(root, setup_module.source_files(root), "all", home)
     (home / "setup.json").write_text(json.dumps({"fingerprint": fingerprint}))
 
 
@@ -455,7 +459,7 @@ def test_a_second_setup_in_the_same_job_does_nothing(tmp_path):
     proc, outputs = run_setup(root, runner_temp, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert outputs["cached"] == "true" and outputs["version"] == "0.1.0", outputs
-    assert "already set up in this job" in proc.stdout and "pip install" not in proc.stdout
+    assert "already set up" in proc.stdout and "pip install" not in proc.stdout
     link = runner_temp / "ghbuild" / "bin" / "ghbuild"
     assert outputs["ghbuild"] == str(link) and link.resolve() == (runner_temp / "ghbuild/venv/bin/ghbuild").resolve()
     # Only that folder goes on PATH: the venv's python and pip never shadow the job's.
@@ -471,6 +475,46 @@ def test_setup_reinstalls_when_the_sources_change(tmp_path):
     # Not cached any more: it tries to install (and fails here, offline with no wheels), and says so.
     assert proc.returncode == 1
     assert "pip install ghbuild into" in proc.stdout and "::error title=ghbuild setup::" in proc.stdout
+
+
+def setup_key(root: Path, runner_temp: Path, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
+    output = tmp_path / "key-output"
+    output.write_text("")
+    proc = subprocess.run([sys.executable, str(root / ".github" / "actions" / "setup" / "setup.py"), "--key"],
+                          env={"PATH": os.environ.get("PATH", ""), "RUNNER_TEMP": str(runner_temp),
+                               "GITHUB_OUTPUT": str(output), **env}, capture_output=True, text=True, timeout=60)
+    return proc, dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+
+
+def test_setup_cache_key_names_what_the_environment_depends_on(tmp_path):
+    root, runner_temp = fake_toolkit(tmp_path), tmp_path / "runner-temp"
+    proc, push = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux",
+                           RUNNER_ARCH="ARM64")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert push["key"].startswith(f"ghbuild-venv-Linux-ARM64-py{version}-"), push["key"]
+    assert push["venv"] == str(runner_temp / "ghbuild" / "venv") and push["save"] == "true"
+    _, light = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux",
+                         RUNNER_ARCH="ARM64", GHBUILD_SETUP_EXTRAS="")
+    (root / "ghbuild" / "new.py").write_text("x = 1\n")
+    _, changed = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux",
+                           RUNNER_ARCH="ARM64")
+    assert len({push["key"], light["key"], changed["key"]}) == 3, "extras and sources must change the key"
+
+
+@pytest.mark.parametrize("event,save", [("push", "true"), ("pull_request", "true"), ("schedule", "true"),
+                                        ("pull_request_target", "false"), ("workflow_run", "false"),
+                                        ("issue_comment", "false"), ("", "false")])
+def test_setup_saves_the_cache_only_from_runs_that_own_their_scope(tmp_path, event, save):
+    """pull_request_target and friends run in the default branch's cache scope, which trusted jobs read."""
+    proc, outputs = setup_key(fake_toolkit(tmp_path), tmp_path / "rt", tmp_path, GITHUB_EVENT_NAME=event)
+    assert proc.returncode == 0 and outputs["save"] == save, proc.stdout
+    assert ("restore only" in proc.stdout) == (save == "false")
+
+
+def test_setup_refuses_a_bad_extras_input(tmp_path):
+    proc, _ = setup_key(fake_toolkit(tmp_path), tmp_path / "rt", tmp_path, GHBUILD_SETUP_EXTRAS="aws; rm -rf /")
+    assert proc.returncode == 1 and "is not an extra name" in proc.stdout
 
 
 def test_setup_refuses_a_folder_that_is_not_ghbuild(tmp_path):
