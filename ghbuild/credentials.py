@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ghbuild.errors import require
 from ghbuild.naming import DOCKER_HUB_HOSTS
 
 GHCR_HOST = "ghcr.io"
@@ -48,7 +49,7 @@ def ecr_credentials(host: str, session=None) -> Credentials:
     m = ECR_HOST_RE.fullmatch(host)
     if not m:
         raise ValueError(f"not an ECR registry host: {host}")
-    import boto3  # lazy: only ECR needs it
+    boto3 = require("boto3", "aws", f"logging in to the ECR registry {host}")   # lazy: only ECR needs it
 
     client = (session or boto3).client("ecr", region_name=m["region"])
     data = client.get_authorization_token(registryIds=[m["account"]])["authorizationData"][0]

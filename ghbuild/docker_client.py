@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ghbuild.errors import EngineError
+from ghbuild.errors import EngineError, require
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def push(client: DockerClient, tag: str, env: Mapping[str, str]) -> str:
 
 def docker_sdk(env: Mapping[str, str]):
     """A docker SDK client for reading images (history, inspect); imported only when needed."""
-    import docker
+    docker = require("docker", "docker", "reading a built image")
 
     try:
         return docker.DockerClient(base_url=env.get("DOCKER_HOST") or "unix:///var/run/docker.sock", timeout=60)
@@ -149,7 +149,7 @@ def image_files(env: Mapping[str, str], image_id: str, folder: str, suffix: str)
     import io
     import tarfile
 
-    import docker
+    docker = require("docker", "docker", "reading files out of an image")
 
     container = docker_sdk(env).containers.create(image_id, command=["/nonexistent"], entrypoint=[])
     try:

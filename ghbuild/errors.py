@@ -135,6 +135,17 @@ class BaseMissingError(GhbuildError):
     kind = "base missing"
 
 
+def require(module: str, extra: str, what: str):
+    """Import an optional dependency (an extra of pyproject.toml), or say in one line how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UsageError(f"{what} needs the Python package {module!r}, which this installation does not have: "
+                         f"install 'ghbuild[{extra}]' (the setup action's `extras` input)") from None
+
+
 def exit_codes() -> list[tuple[int, str, str]]:
     """(code, kind, meaning) for every code, in order: the `--help` epilog and the README table."""
     seen: dict[int, tuple[int, str, str]] = {}

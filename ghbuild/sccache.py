@@ -118,7 +118,9 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     else:
         why_no_creds = "no AWS credentials in the environment"
 
-    import boto3
+    from ghbuild.errors import require
+
+    boto3 = require("boto3", "aws", "the sccache S3 check")
     from botocore import UNSIGNED
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ghbuild
 from ghbuild import errors
 
@@ -72,3 +74,15 @@ def test_help_ends_with_the_exit_codes():
     for code, kind, _ in errors.exit_codes():
         assert any(line.split(None, 1) == [str(code), line.split(None, 1)[1]] and f"{kind}:" in line
                    for line in tail), (code, kind)
+
+
+def test_a_missing_extra_is_one_line_naming_the_extra_to_install():
+    from ghbuild.errors import UsageError, require
+
+    assert require("json", "aws", "anything").dumps([]) == "[]"
+    with pytest.raises(UsageError) as info:
+        require("ghbuild_no_such_module", "aws", "the sccache S3 check")
+    message = str(info.value)
+    assert "\n" not in message and info.value.exit_code == 2
+    assert "the sccache S3 check needs the Python package 'ghbuild_no_such_module'" in message
+    assert "install 'ghbuild[aws]'" in message

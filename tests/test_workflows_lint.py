@@ -111,6 +111,77 @@ def test_every_remote_action_is_pinned_by_sha_with_a_version_comment():
     assert bad == []
 
 
+# The runtime of every third-party release pinned here, read from its action.yml at that commit (`runs.using`)
+# when the pin was chosen: GitHub removed Node 20 from its runners on 2026-09-16, so a pin is checked offline
+# against this table, and a new pin (or a bumped one) must be added to it with its runtime.
+PINNED_RUNTIMES = {
+    ("actions/checkout", "08c6903cd8c0fde910a37f88322edcfb5dd907a8"): ("v5.0.0", "node24"),
+    ("actions/cache/restore", "27d5ce7f107fe9357f9df03efb73ab90386fccae"): ("v5.0.5", "node24"),
+    ("actions/cache/save", "27d5ce7f107fe9357f9df03efb73ab90386fccae"): ("v5.0.5", "node24"),
+    ("docker/login-action", "4907a6ddec9925e35a0a9e82d7399ccc52663121"): ("v4.1.0", "node24"),
+    ("actions/upload-artifact", "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"): ("v7.0.0", "node24"),
+    ("actions/download-artifact", "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"): ("v8.0.1", "node24"),
+    # Releases that run on Node 20, kept so that going back to one fails with the reason.
+    ("docker/login-action", "5e57cd118135c172c3672efd75eb46360885c0ef"): ("v3.6.0", "node20"),
+    ("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02"): ("v4.6.2", "node20"),
+    ("actions/download-artifact", "d3f86a106a0bac45b974a628896c90dbdf5c8093"): ("v4.3.0", "node20"),
+}
+MIN_NODE = 24
+
+
+def node_major(using: str) -> int | None:
+    m = re.fullmatch(r"node(\d+)", using.strip())
+    return int(m.group(1)) if m else None
+
+
+def remote_pins():
+    """(file name, line number, action, sha, version comment) of every pinned third-party `uses:`."""
+    for path in [*WORKFLOWS, *ACTIONS]:
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            m = re.match(r"^\s*(?:-\s*)?uses:\s*([^@\s]+)@([0-9a-f]{40})\s*#\s*(\S+)", line)
+            if m and not m.group(1).startswith(("./", "$/")):
+                yield path.name, number, m.group(1), m.group(2), m.group(3)
+
+
+def pin_problems(pins) -> list[str]:
+    bad = []
+    for name, number, action, sha, comment in pins:
+        known = PINNED_RUNTIMES.get((action, sha))
+        if known is None:
+            bad.append(f"{name}:{number}: {action}@{sha} is not in PINNED_RUNTIMES: read `runs.using` of its "
+                       "action.yml at that commit and add it")
+        elif (node_major(known[1]) or MIN_NODE) < MIN_NODE:
+            bad.append(f"{name}:{number}: {action} {known[0]} runs on {known[1]}; GitHub's runners no longer "
+                       f"have it: pin a release that runs on node{MIN_NODE}")
+        elif comment != known[0]:
+            bad.append(f"{name}:{number}: {action}@{sha} is {known[0]}, the comment says {comment}")
+    return bad
+
+
+def test_every_pinned_action_runs_on_node24_or_newer():
+    pins = list(remote_pins())
+    assert pins, "no pinned third-party action found: the pattern above is out of date"
+    assert pin_problems(pins) == []
+
+
+def test_the_pin_check_refuses_node20_unknown_and_mislabelled_pins():
+    login_v3 = "5e57cd118135c172c3672efd75eb46360885c0ef"
+    problems = pin_problems([("a.yml", 1, "docker/login-action", login_v3, "v3.6.0"),
+                             ("a.yml", 2, "docker/login-action", "0" * 40, "v9.9.9"),
+                             ("a.yml", 3, "docker/login-action", "4907a6ddec9925e35a0a9e82d7399ccc52663121", "v3.6.0")])
+    assert len(problems) == 3
+    assert "v3.6.0 runs on node20" in problems[0]
+    assert "not in PINNED_RUNTIMES" in problems[1]
+    assert "is v4.1.0, the comment says v3.6.0" in problems[2]
+
+
+def test_own_javascript_actions_run_on_node24_or_newer():
+    for path in ACTIONS:
+        using = str(load(path)["runs"]["using"])
+        if using.startswith("node"):
+            assert (node_major(using) or 0) >= MIN_NODE, f"{path.parent.name}: runs.using {using}"
+
+
 def test_own_actions_and_workflows_are_referenced_by_self_repository():
     """`$/` resolves to this repository at the running commit, also when another repository calls
     build-images.yml (so its actions always match it); `./` would resolve in the caller's workspace."""
@@ -154,10 +225,14 @@ def test_action_bodies_only_call_ghbuild():
         if runs["using"] != "composite":
             continue
         for step in runs["steps"]:
+            if path.parent.name == "setup" and "uses" in step:   # the environment's cache, nothing else
+                assert re.fullmatch(r"actions/cache/(restore|save)@[0-9a-f]{40}", step["uses"]), step["uses"]
+                continue
             assert "uses" not in step, f"{path}: composite actions here call no other action"
             command = " ".join(step["run"].split())
             if path.parent.name == "setup":
-                assert command == '"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py"', command
+                assert command in ('"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py"',
+                                   '"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py" --key'), command
             else:
                 assert command.startswith("ghbuild ") and not re.search(r"[;&|`]|\$\(|\bif\b|\bfor\b", command), \
                     f"{path.parent.name}: {command}"
@@ -376,7 +451,7 @@ def plant_install(root: Path, runner_temp: Path) -> None:
     exe.parent.mkdir(parents=True)
     exe.write_text("#!/bin/sh\necho 'ghbuild 0.1.0'\n")
     exe.chmod(0o755)
-    fingerprint = setup_module.fingerprint(root, setup_module.source_files(root))
+    fingerprint = setup_module.fingerprint(root, setup_module.source_files(root), "all", home)
     (home / "setup.json").write_text(json.dumps({"fingerprint": fingerprint}))
 
 
@@ -386,7 +461,7 @@ def test_a_second_setup_in_the_same_job_does_nothing(tmp_path):
     proc, outputs = run_setup(root, runner_temp, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert outputs["cached"] == "true" and outputs["version"] == "0.1.0", outputs
-    assert "already set up in this job" in proc.stdout and "pip install" not in proc.stdout
+    assert "already set up" in proc.stdout and "pip install" not in proc.stdout
     link = runner_temp / "ghbuild" / "bin" / "ghbuild"
     assert outputs["ghbuild"] == str(link) and link.resolve() == (runner_temp / "ghbuild/venv/bin/ghbuild").resolve()
     # Only that folder goes on PATH: the venv's python and pip never shadow the job's.
@@ -402,6 +477,46 @@ def test_setup_reinstalls_when_the_sources_change(tmp_path):
     # Not cached any more: it tries to install (and fails here, offline with no wheels), and says so.
     assert proc.returncode == 1
     assert "pip install ghbuild into" in proc.stdout and "::error title=ghbuild setup::" in proc.stdout
+
+
+def setup_key(root: Path, runner_temp: Path, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
+    output = tmp_path / "key-output"
+    output.write_text("")
+    proc = subprocess.run([sys.executable, str(root / ".github" / "actions" / "setup" / "setup.py"), "--key"],
+                          env={"PATH": os.environ.get("PATH", ""), "RUNNER_TEMP": str(runner_temp),
+                               "GITHUB_OUTPUT": str(output), **env}, capture_output=True, text=True, timeout=60)
+    return proc, dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+
+
+def test_setup_cache_key_names_what_the_environment_depends_on(tmp_path):
+    root, runner_temp = fake_toolkit(tmp_path), tmp_path / "runner-temp"
+    proc, push = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux",
+                           RUNNER_ARCH="ARM64")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert push["key"].startswith(f"ghbuild-venv-Linux-ARM64-py{version}-"), push["key"]
+    assert push["venv"] == str(runner_temp / "ghbuild" / "venv") and push["save"] == "true"
+    _, light = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux",
+                         RUNNER_ARCH="ARM64", GHBUILD_SETUP_EXTRAS="")
+    (root / "ghbuild" / "new.py").write_text("x = 1\n")
+    _, changed = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux",
+                           RUNNER_ARCH="ARM64")
+    assert len({push["key"], light["key"], changed["key"]}) == 3, "extras and sources must change the key"
+
+
+@pytest.mark.parametrize("event,save", [("push", "true"), ("pull_request", "true"), ("schedule", "true"),
+                                        ("pull_request_target", "false"), ("workflow_run", "false"),
+                                        ("issue_comment", "false"), ("", "false")])
+def test_setup_saves_the_cache_only_from_runs_that_own_their_scope(tmp_path, event, save):
+    """pull_request_target and friends run in the default branch's cache scope, which trusted jobs read."""
+    proc, outputs = setup_key(fake_toolkit(tmp_path), tmp_path / "rt", tmp_path, GITHUB_EVENT_NAME=event)
+    assert proc.returncode == 0 and outputs["save"] == save, proc.stdout
+    assert ("restore only" in proc.stdout) == (save == "false")
+
+
+def test_setup_refuses_a_bad_extras_input(tmp_path):
+    proc, _ = setup_key(fake_toolkit(tmp_path), tmp_path / "rt", tmp_path, GHBUILD_SETUP_EXTRAS="aws; rm -rf /")
+    assert proc.returncode == 1 and "is not an extra name" in proc.stdout
 
 
 def test_setup_refuses_a_folder_that_is_not_ghbuild(tmp_path):

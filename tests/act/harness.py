@@ -51,6 +51,7 @@ STANDIN_FOR = {
     "docker/login-action": "login-action",
     "actions/upload-artifact": "upload-artifact",
     "actions/download-artifact": "download-artifact",
+    "actions/cache": "cache",
 }
 # act copies the local tree for these: no stand-in.
 ACT_BUILTIN = {"actions/checkout"}
@@ -318,7 +319,9 @@ class Act:
         event_file.write_text(json.dumps(payload, indent=1), "utf-8")
         record_dir, artifacts = folder / "records", folder / "artifacts"
         run_env = {**self.env, **(env or {}), "GHBUILD_ACT_RECORD": str(record_dir),
-                   "GHBUILD_ACT_ARTIFACTS": str(artifacts)}
+                   "GHBUILD_ACT_ARTIFACTS": str(artifacts),
+                   # The actions/cache stand-in's store: one per session, kept between runs as GitHub keeps it.
+                   "GHBUILD_ACT_CACHE": str(self.scratch / "actions-cache")}
         run_env = {k: v for k, v in run_env.items() if v is not None}
         env_file = _write_dotenv(folder / "env", run_env)
         secret_file = _write_dotenv(folder / "secrets", dict(secrets or {}))

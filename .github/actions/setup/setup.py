@@ -9,8 +9,16 @@ A second call in the same job finds the stamp of the first (same sources, same i
 nothing. A lock serialises concurrent calls that share one RUNNER_TEMP (a self-hosted runner folder
 reused by several runner processes, act).
 
-pip honours the usual PIP_* variables (index, proxy, find-links, cache), so an offline or mirrored
-installation is configured in the environment, not here.
+The installer is uv (https://github.com/astral-sh/uv): `uv` from PATH (setup-uv, a self-hosted runner
+image), else the pinned UV_VERSION from the package index with the runner's own `python -m pip` (which
+honours the usual PIP_* variables: index, proxy, find-links), else, with no pip either, pip inside the
+new environment (slow, but needs nothing). uv honours UV_* variables (UV_INDEX_URL, ...) in the same way.
+
+`--key` prints (and sets as step outputs) the GitHub Actions cache key of the environment this call
+would build: the sha256 of the sources, the Python version and the interpreter's path, OS and
+architecture. The action restores that key before installing and saves it right after a fresh install,
+before any later step of the job has run, and only for events whose cache scope is the run's own
+(see CACHE_WRITE_EVENTS).
 """
 
 from __future__ import annotations
@@ -23,12 +31,24 @@ import os
 import shutil
 import subprocess
 import sys
+import platform
 import tempfile
 import time
 import venv
 from pathlib import Path
 
 MIN_PYTHON = (3, 11)
+UV_VERSION = "0.13.9"
+# Events whose GitHub Actions cache scope belongs to the run itself: a push or a dispatch writes its own
+# branch's scope (only people who can push to it write there), a pull request writes refs/pull/N/merge,
+# which only that pull request reads. pull_request_target, workflow_run, issue_comment and friends run in
+# the default branch's scope, readable by every trusted job, with input an outsider controls: an
+# environment saved there could poison them, so those runs only restore.
+CACHE_WRITE_EVENTS = frozenset({"push", "pull_request", "merge_group", "schedule", "workflow_dispatch"})
+# Packages of ghbuild's own start-up path, byte-compiled at install time so that the cached environment
+# carries their .pyc files (the others are compiled on first import, when a command needs them).
+PRECOMPILE = ("ghbuild", "requests", "urllib3", "idna", "certifi", "charset_normalizer", "jsonschema",
+              "jsonschema_specifications", "referencing", "rpds", "attr", "attrs", "packaging", "actions_toolkit")
 SOURCES = ("pyproject.toml", "README.md", "ghbuild")   # what `pip install <root>` needs
 SKIP = {"__pycache__", ".pytest_cache"}
 
@@ -63,13 +83,30 @@ def source_files(root: Path) -> list[Path]:
     return files
 
 
-def fingerprint(root: Path, files: list[Path]) -> str:
+def requested_extras() -> str:
+    """The `extras` input: comma-separated extras of pyproject.toml ("" = the light install)."""
+    names = [n.strip() for n in os.environ.get("GHBUILD_SETUP_EXTRAS", "all").split(",") if n.strip()]
+    bad = [n for n in names if not n.replace("-", "").replace("_", "").isalnum()]
+    if bad:
+        fail(f"extras: {', '.join(bad)} is not an extra name (e.g. `all`, `aws,docker`, or empty)")
+    return ",".join(sorted(set(names)))
+
+
+def fingerprint(root: Path, files: list[Path], extras: str, home: Path) -> str:
     digest = hashlib.sha256()
-    digest.update(f"{sys.version}\0{Path(sys.executable).resolve()}\0".encode())
+    # The environment's own path too: its scripts name their interpreter by absolute path.
+    digest.update(f"{sys.version}\0{Path(sys.executable).resolve()}\0[{extras}]\0{home}\0".encode())
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def cache_key(wanted: str) -> str:
+    """What the environment depends on, readable: ghbuild's sources and the interpreter (in `wanted`),
+    Python version, OS and architecture (a venv links to its interpreter and holds compiled wheels)."""
+    runner = f"{os.environ.get('RUNNER_OS') or platform.system()}-{os.environ.get('RUNNER_ARCH') or platform.machine()}"
+    return f"ghbuild-venv-{runner}-py{platform.python_version()}-{wanted[:40]}"
 
 
 def write_command_file(var: str, line: str) -> None:
@@ -90,37 +127,83 @@ def locked(home: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def run(argv: list[str], what: str) -> None:
+def run(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
     print(f"::group::{what}", flush=True)
     try:
-        proc = subprocess.run(argv)
+        proc = subprocess.run(argv, env=env)
     finally:
         print("::endgroup::", flush=True)
     if proc.returncode != 0:
         fail(f"{what} failed (exit {proc.returncode}); see the log group above")
 
 
-def install(root: Path, files: list[Path], home: Path) -> None:
-    env_dir, src = home / "venv", home / "src"
-    for path in (env_dir, src):
-        shutil.rmtree(path, ignore_errors=True)
-    try:
-        venv.EnvBuilder(with_pip=True, clear=True, symlinks=True).create(env_dir)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        fail(f"cannot create a virtual environment with {sys.executable} ({exc}); on Debian/Ubuntu "
-             "install python3-venv, or pass another interpreter as the `python` input")
-    # Build from a copy: pip builds in place, and the checkout (the job's workspace, or the action's
+def copy_sources(root: Path, files: list[Path], src: Path) -> None:
+    # Build from a copy: installers build in place, and the checkout (the job's workspace, or the action's
     # read-only download) must not get build/ or *.egg-info folders.
     for path in files:
         target = src / path.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
+
+
+def find_uv(home: Path) -> str | None:
+    """uv from PATH, else the pinned release installed with the interpreter's own pip; None without pip."""
+    on_path = shutil.which("uv")
+    if on_path:
+        return on_path
+    target = home / f"uv-{UV_VERSION}"
+    exe = target / "bin" / "uv"
+    if exe.is_file():
+        return str(exe)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           "--no-input", "--no-deps", "--target", str(target), f"uv=={UV_VERSION}"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0 or not exe.is_file():
+        print(f"uv {UV_VERSION} is not on PATH and `{sys.executable} -m pip` could not install it (exit "
+              f"{proc.returncode}: {proc.stderr.strip()[-300:]}); installing with pip instead", flush=True)
+        return None
+    return str(exe)
+
+
+def install(root: Path, files: list[Path], home: Path, extras: str) -> str:
+    """Create home/venv with ghbuild in it; returns the installer used."""
+    env_dir, src = home / "venv", home / "src"
+    for path in (env_dir, src):
+        shutil.rmtree(path, ignore_errors=True)
+    copy_sources(root, files, src)
+    uv = find_uv(home)
+    try:
+        venv.EnvBuilder(with_pip=uv is None, clear=True, symlinks=True).create(env_dir)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        fail(f"cannot create a virtual environment with {sys.executable} ({exc}); on Debian/Ubuntu "
+             "install python3-venv, or pass another interpreter as the `python` input")
     python = env_dir / "bin" / "python"
-    # --no-compile: the venv lives for one job; byte-compiling every module of boto3 and friends up
-    # front costs more than compiling the few that ghbuild imports when it imports them.
-    run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile",
-         "--progress-bar", "off", str(src)], f"pip install ghbuild into {env_dir}")
+    target = f"{src}[{extras}]" if extras else str(src)
+    if uv:
+        # uv's own cache lives and dies with the job; no byte-compiling of everything (see PRECOMPILE).
+        env = {**os.environ, "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(home / "uv-cache")}
+        run([uv, "pip", "install", "--python", str(python), "--link-mode", "copy", "--no-progress", target],
+            f"uv pip install ghbuild into {env_dir}", env)
+        installer = f"uv {UV_VERSION if uv.startswith(str(home)) else '(from PATH)'}"
+    else:
+        # --no-compile: byte-compiling every module of boto3 and friends costs more than it saves.
+        run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile",
+             "--progress-bar", "off", target], f"pip install ghbuild into {env_dir}")
+        installer = "pip"
     shutil.rmtree(src, ignore_errors=True)
+    precompile(python)
+    return installer
+
+
+def precompile(python: Path) -> None:
+    """Byte-compile the start-up path's packages (see PRECOMPILE), quietly and best effort."""
+    code = ("import compileall, importlib.util, os, sys\n"
+            "for name in sys.argv[1:]:\n"
+            "    spec = importlib.util.find_spec(name)\n"
+            "    if spec and spec.submodule_search_locations:\n"
+            "        for folder in spec.submodule_search_locations:\n"
+            "            compileall.compile_dir(folder, quiet=2, workers=os.cpu_count() or 1)\n")
+    subprocess.run([str(python), "-c", code, *PRECOMPILE], capture_output=True)
 
 
 def version_of(exe: Path) -> str:
@@ -129,6 +212,20 @@ def version_of(exe: Path) -> str:
     if proc.returncode != 0 or len(words) != 2:
         fail(f"{exe} --version failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
     return words[1]
+
+
+def print_key(wanted: str, home: Path, stamp_file: Path) -> int:
+    """The cache step's inputs: key, paths, and whether this run may write the cache (see CACHE_WRITE_EVENTS)."""
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    write = event in CACHE_WRITE_EVENTS
+    key = cache_key(wanted)
+    write_command_file("GITHUB_OUTPUT", f"key={key}")
+    write_command_file("GITHUB_OUTPUT", f"venv={home / 'venv'}")
+    write_command_file("GITHUB_OUTPUT", f"stamp={stamp_file}")
+    write_command_file("GITHUB_OUTPUT", f"save={'true' if write else 'false'}")
+    why = "" if write else f" (restore only: a {event or 'local'} run does not write the cache its scope shares)"
+    print(f"cache key {key}{why}")
+    return 0
 
 
 def main() -> int:
@@ -142,8 +239,14 @@ def main() -> int:
     files = source_files(root)
     stamp_file = home / "setup.json"
     exe = home / "venv" / "bin" / "ghbuild"
+    extras = requested_extras()
+    if sys.argv[1:] == ["--key"]:
+        return print_key(fingerprint(root, files, extras, home), home, stamp_file)
+    if sys.argv[1:]:
+        fail(f"unknown arguments {sys.argv[1:]} (only --key)")
+    installer = ""
     with locked(home):
-        wanted = fingerprint(root, files)
+        wanted = fingerprint(root, files, extras, home)
         try:
             stamp = json.loads(stamp_file.read_text("utf-8"))
         except (OSError, ValueError):
@@ -151,7 +254,7 @@ def main() -> int:
         cached = stamp.get("fingerprint") == wanted and exe.is_file()
         if not cached:
             stamp_file.unlink(missing_ok=True)
-            install(root, files, home)
+            installer = install(root, files, home, extras)
             if not exe.is_file():
                 fail(f"pip did not install the ghbuild command into {exe.parent}")
         version = version_of(exe)
@@ -170,10 +273,11 @@ def main() -> int:
     write_command_file("GITHUB_OUTPUT", f"version={version}")
     write_command_file("GITHUB_OUTPUT", f"cached={'true' if cached else 'false'}")
     if cached:
-        print(f"ghbuild {version}: already set up in this job ({link}); nothing to do")
+        print(f"ghbuild {version}: already set up ({link}, restored from the cache or by an earlier call in "
+              f"this job) in {time.monotonic() - started:.1f} s; nothing to install")
     else:
-        print(f"ghbuild {version}: installed from {root} with {sys.executable} into {home / 'venv'} "
-              f"in {time.monotonic() - started:.1f} s; `ghbuild` is on PATH for the next steps")
+        print(f"ghbuild {version}: installed from {root} with {sys.executable} and {installer} into "
+              f"{home / 'venv'} in {time.monotonic() - started:.1f} s; `ghbuild` is on PATH for the next steps")
     return 0
 
 

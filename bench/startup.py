@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Start-up of every ghbuild command: time from exec to its first byte of output, over `python3 -c pass`.
+
+Each command runs in a fresh interpreter (as in a job step) from the installed `ghbuild` package, in a
+temporary folder holding a two-image config and a push event, with nothing listening where the config's
+registries point: what is measured is ghbuild's own start-up (interpreter, imports, config, argument
+parsing, planning) up to the moment it prints its first line on stdout or stderr, not the network. The
+process is killed as soon as that first byte arrives, so a command that would go on to talk to a registry
+costs nothing more. Runs are interleaved with `python3 -c pass` (same interpreter, -c pass prints nothing:
+its time is its whole life), median of --runs each, and the heavy modules each command imports before its
+first output are listed (from -X importtime of one more run).
+
+Goal (issue 14): every command's first output within 0.1 s of the bare interpreter's start-up.
+
+Usage: .venv/bin/python bench/startup.py [--runs 15] [--only plan,publish]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOAL_SECONDS = 0.1
+HEAVY = ("boto3", "botocore", "docker", "github", "requests", "urllib3", "jsonschema", "actions_toolkit",
+         "packaging")
+SHA = "1" * 40
+CONFIG = """
+[trust]
+canonical-repository = "example/project"
+[registries]
+cache = "127.0.0.1:9/{owner}/cache"
+staging = "127.0.0.1:9/{owner}/ci-{image}"
+publish = "127.0.0.1:9/example/{image}"
+[images.cpu]
+dockerfile = "Dockerfile"
+platforms = ["linux/amd64", "linux/arm64"]
+[images.rocm]
+dockerfile = "Dockerfile"
+platforms = ["linux/amd64", "linux/arm64"]
+runners.amd64 = ["self-hosted", "linux", "rocm"]
+"""
+PAYLOAD = {"ref": "refs/heads/main", "after": SHA,
+           "repository": {"full_name": "example/project", "default_branch": "main"}}
+# name -> arguments after `ghbuild`. Each is a command as the workflows call it; the ones that talk to a
+# registry are measured up to their first log line (they print it before any request).
+COMMANDS = {
+    "--version": ["--version"],
+    "plan --json": ["plan", "--json"],
+    "plan": ["plan"],
+    "matrix": ["matrix"],
+    "schema": ["schema"],
+    "build --dry-run": ["build", "--image", "cpu", "--arch", "amd64", "--dry-run"],
+    "publish nightly": ["publish", "nightly", "--image", "cpu", "--sha", SHA],
+    "prune": ["prune", "--image", "cpu"],
+    "digests": ["digests", "records"],
+    "container-flags": ["container-flags", "--gid", "109"],
+}
+
+
+def first_output(cmd: list[str], env: dict[str, str], cwd: str) -> float:
+    """Seconds from start to the first byte on stdout or stderr (or to exit, if it prints nothing)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ready, _, _ = select.select([proc.stdout, proc.stderr], [], [], 30)
+        elapsed = time.perf_counter() - start
+        if not ready:
+            raise SystemExit(f"{' '.join(cmd)}: no output within 30 s")
+        return elapsed
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def heavy_imports(cmd: list[str], env: dict[str, str], cwd: str) -> list[str]:
+    """Heavy top-level packages imported before the first output (importtime lines precede it on stderr)."""
+    proc = subprocess.Popen([cmd[0], "-X", "importtime", *cmd[1:]], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    found: set[str] = set()
+    try:
+        for line in proc.stderr:
+            if not line.startswith("import time:"):
+                break
+            name = line.split("|")[-1].strip().split(".")[0]
+            if name in HEAVY:
+                found.add(name)
+    finally:
+        proc.kill()
+        proc.communicate()
+    return sorted(found)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--only", help="comma-separated command names (default: all)")
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else list(COMMANDS)
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "ghbuild.toml").write_text(CONFIG)
+        Path(tmp, "Dockerfile").write_text("FROM scratch\n")
+        Path(tmp, "records").mkdir()
+        Path(tmp, "event.json").write_text(json.dumps(PAYLOAD))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "PYTHON"))}
+        env.update(GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(Path(tmp, "event.json")),
+                   GITHUB_REPOSITORY="example/project", GITHUB_REF="refs/heads/main", GITHUB_SHA=SHA)
+        ghbuild = [sys.executable, "-m", "ghbuild"]
+        base = [sys.executable, "-c", "pass"]
+        for name in names:   # once each: bytecode written, page cache warm
+            first_output([*ghbuild, *COMMANDS[name]], env, tmp)
+        first_output(base, env, tmp)
+        samples: dict[str, list[float]] = {name: [] for name in ["python -c pass", *names]}
+        for _ in range(args.runs):
+            samples["python -c pass"].append(first_output(base, env, tmp))
+            for name in names:
+                samples[name].append(first_output([*ghbuild, *COMMANDS[name]], env, tmp))
+        heavy = {name: heavy_imports([*ghbuild, *COMMANDS[name]], env, tmp) for name in names}
+    bare = statistics.median(samples["python -c pass"])
+    print(f"{args.runs} interleaved runs each; first byte of output, median (ms)")
+    print(f"{'command':<22} {'median':>8} {'over bare':>10}  heavy imports before it")
+    print(f"{'python -c pass':<22} {bare * 1000:8.1f} {'':>10}")
+    worst = 0.0
+    for name in names:
+        med = statistics.median(samples[name])
+        worst = max(worst, med - bare)
+        print(f"{'ghbuild ' + name:<22} {med * 1000:8.1f} {(med - bare) * 1000:+9.1f}   {', '.join(heavy[name]) or '-'}")
+    ok = worst <= GOAL_SECONDS
+    print(f"goal (every command <= {GOAL_SECONDS * 1000:.0f} ms over bare python): {'met' if ok else 'NOT met'} "
+          f"(worst {worst * 1000:+.1f} ms)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

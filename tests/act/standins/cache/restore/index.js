@@ -1,0 +1,2 @@
+'use strict';
+require('../cache.js').run('restore');
