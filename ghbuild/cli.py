@@ -578,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except GhbuildError as exc:
         if gha.in_actions():
-            gha.annotate("error", exc.message, title=f"ghbuild {exc.kind}")
+            gha.annotate("error", exc.message, title=f"ghbuild {exc.kind}", **exc.location)
         print(f"ghbuild: {exc.kind}: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -379,7 +379,7 @@ ERROR_CASES = [
     ("unknown_key", LOCAL_PUSH, {}, "unknown_key", 3, "config error",
      ["ghbuild.toml: images.cpu.dockerfle: unknown key (did you mean 'dockerfile'?)"]),
     ("wrong_type", LOCAL_PUSH, {}, "wrong_type", 3, "config error",
-     ["ghbuild.toml: images.cpu.platforms: ", "not of type 'array'"]),
+     ["ghbuild.toml: images.cpu.platforms: 'linux/amd64' is not a list [...]"]),
     ("bad_platform", LOCAL_PUSH, {}, "bad_platform", 3, "config error",
      ["ghbuild.toml: images.cpu.platforms[1]: 'linux/s390x' is not one of"]),
     ("shared_staging", LOCAL_PUSH, {}, "shared_staging", 3, "config error",
@@ -486,7 +486,8 @@ def test_error_in_actions_is_also_an_error_annotation(tmp_path):
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
     annotation, line = result.stderr.splitlines()
-    assert annotation.startswith("::error title=ghbuild config error::")
+    # on the offending key's line, the file relative to the workspace (GitHub links it to the diff)
+    assert annotation.startswith("::error title=ghbuild config error,file=ghbuild.toml,line=2,col=1::")
     assert "sccache.endpoint: endpoint contains user info" in annotation
     assert line.startswith("ghbuild: config error: ")
     assert_no_credential(result.stderr)
