@@ -174,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "a dry run unless --apply")
     _published_flags(p)
     p.add_argument("--keep", type=int, metavar="N", help="nightly commits to keep (default: publish.retention)")
-    p.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
+    mode.add_argument("--dry-run", action="store_true", help="only say what would go (the default; accepted "
+                                                             "like every command that pushes or deletes)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _context_flags(p)
 
@@ -341,12 +344,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ghbuild import render
 
     _, plan = _load(args, _image_names(args.image), args.arch)
+    gha.add_summary(render.plan_summary(plan))
     print(json.dumps(plan.to_dict(), indent=2) if args.json else render.plan_table(plan))
     return 0
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
+    from ghbuild import render
+
     options, plan = _load(args, _image_names(args.image), args.arch)
+    gha.add_summary(render.plan_summary(plan))   # why a run is (un)trusted shows in CI, not only in the log
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
     if args.identities and identities:   # I/O (git, registries), so only on request: the plan job asks for it
         from ghbuild import ensure_base
@@ -495,6 +502,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         _require_trusted_run(args, options, "prune --apply")
     results = retention.prune_images(options, _published_images(args, options, "prune"), keep=args.keep,
                                      apply=args.apply, owner=_owner(args) or None, say=_log, group=gha.group)
+    gha.add_summary(retention.markdown(results))
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
     retention.raise_for_failures(results)
