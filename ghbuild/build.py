@@ -424,6 +424,14 @@ def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
     return audit.stage_sizes(layers).get(stage_name, 0)
 
 
+def buildx_metadata(digest: str | None, config_digest: str | None, names: list[str]) -> dict[str, str]:
+    """The `metadata` output in the shape docker/build-push-action gives (buildx's metadata file), so a
+    step written for that action reads it unchanged: pushed manifest digest, image config digest, names."""
+    data = {"containerimage.digest": digest, "containerimage.config.digest": config_digest,
+            "image.name": ",".join(names)}
+    return {key: value for key, value in data.items() if value}
+
+
 def outputs(report: BuildReport) -> None:
     """Step outputs and the job summary (no-ops outside Actions)."""
     from ghbuild import render
@@ -432,4 +440,6 @@ def outputs(report: BuildReport) -> None:
     gha.set_output("ref", report.ref or "")
     gha.set_output("image-id", report.image_id or "")
     gha.set_output("report", report.to_dict())
+    gha.set_output("metadata", buildx_metadata(report.digest, report.image_id,
+                                               report.tags if report.pushed else []))
     gha.add_summary(render.build_summary(report))

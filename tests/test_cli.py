@@ -579,3 +579,44 @@ def test_one_dispatch_table_serves_every_command():
     parser = cli.build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert set(subparsers.choices) == set(cli.COMMANDS)
+
+
+# --------------------------------------------------------------------------- help
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = ""):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield prefix + name, sub
+                yield from _commands(sub, f"{prefix}{name} ")
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _commands(__import__("ghbuild.cli").cli.build_parser())])
+def test_every_command_help_has_a_description_and_an_example(name):
+    from ghbuild import cli
+
+    parser = dict(_commands(cli.build_parser()))[name]
+    text = parser.format_help()
+    assert parser.description and len(parser.description.split()) >= 8, text
+    examples = text.split("\nexamples:\n", 1)[1].splitlines()
+    assert examples and all(line.startswith("  ") and name.split()[0] in line for line in examples), text
+
+
+def test_prune_takes_dry_run_explicitly_and_refuses_it_with_apply():
+    from ghbuild import cli
+
+    assert cli.build_parser().parse_args(["prune", "--dry-run"]).apply is False
+    with pytest.raises(cli.UsageError, match="--apply: not allowed with argument --dry-run"):
+        cli.build_parser().parse_args(["prune", "--dry-run", "--apply"])
+
+
+def test_schema_id_is_where_the_file_is_published_and_the_readme_shows_the_editor_hint():
+    from ghbuild import config
+
+    canonical = tomllib.loads((REPO_ROOT / "ghbuild.toml").read_text("utf-8"))["trust"]["canonical-repository"]
+    schema_id = config.schema()["$id"]
+    prefix = f"https://raw.githubusercontent.com/{canonical}/main/"
+    assert schema_id.startswith(prefix)
+    published = REPO_ROOT / schema_id.removeprefix(prefix)
+    assert json.loads(published.read_text("utf-8")) == config.schema()
+    assert f"#:schema {schema_id}\n" in (REPO_ROOT / "README.md").read_text("utf-8")

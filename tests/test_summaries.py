@@ -50,3 +50,29 @@ def test_plan_summary_escapes_what_the_event_and_config_carry(tmp_path, event, p
     assert "<img" not in text and "](" not in text.replace("\\](", "")
     assert "- x \\| &lt;img src=x onerror=alert(1)&gt; \\[click\\](https://evil.example) # \\`tick\\`" in text
     assert "<code>x &#124; &lt;img" in text   # the head repository, as a code span that cannot end early
+
+
+def test_build_outputs_metadata_in_build_push_actions_shape(tmp_path, monkeypatch):
+    import json
+
+    from ghbuild import build
+
+    output, summary = tmp_path / "output", tmp_path / "summary"
+    output.write_text("")
+    summary.write_text("")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    digest, image_id = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    tags = ["ghcr.io/org/ci-cpu:abc-x86_64", "ghcr.io/org/ci-cpu:main-x86_64"]
+    report = build.BuildReport(image="cpu", arch="amd64", platform="linux/amd64", backend="engine", target=None,
+                               command="docker build ...", ref=f"ghcr.io/org/ci-cpu@{digest}", digest=digest,
+                               image_id=image_id, tags=tags, pushed=True)
+    build.outputs(report)
+    outputs = read_outputs(output.read_text())
+    assert json.loads(outputs["metadata"]) == {"containerimage.digest": digest,
+                                               "containerimage.config.digest": image_id,
+                                               "image.name": ",".join(tags)}
+    assert outputs["digest"] == digest and outputs["image-id"] == image_id   # the names it had stay
+    output.write_text("")
+    build.outputs(dataclasses.replace(report, pushed=False, digest=None, ref=None))
+    assert json.loads(read_outputs(output.read_text())["metadata"]) == {"containerimage.config.digest": image_id}
