@@ -321,12 +321,12 @@ def _push_image(report: BuildReport, ctx: BuildContext, client: docker_client.Do
     """The engine backend pushes after the build (buildx pushed during it); the digest and ref of the push."""
     if client.backend == "engine" and push:
         start = time.monotonic()
-        digests = {tag: docker_client.push(client, tag, ctx.run_env) for tag in command.push_tags}
+        digests = {tag: docker_client.push(tag, ctx.run_env) for tag in command.push_tags}
         report.timings["push_seconds"] = round(time.monotonic() - start, 2)
         report.digest = next(iter(digests.values()), None)
         for ref in command.cache_push_refs:
             try:
-                docker_client.push(client, ref, ctx.run_env)
+                docker_client.push(ref, ctx.run_env)
             except EngineError as exc:  # cache writes are best effort
                 report.warnings.append(f"cache push failed, build kept: {exc}")
     elif client.backend == "buildx" and push:
