@@ -321,12 +321,12 @@ def _push_image(report: BuildReport, ctx: BuildContext, client: docker_client.Do
     """The engine backend pushes after the build (buildx pushed during it); the digest and ref of the push."""
     if client.backend == "engine" and push:
         start = time.monotonic()
-        digests = {tag: docker_client.push(client, tag, ctx.run_env) for tag in command.push_tags}
+        digests = {tag: docker_client.push(tag, ctx.run_env) for tag in command.push_tags}
         report.timings["push_seconds"] = round(time.monotonic() - start, 2)
         report.digest = next(iter(digests.values()), None)
         for ref in command.cache_push_refs:
             try:
-                docker_client.push(client, ref, ctx.run_env)
+                docker_client.push(ref, ctx.run_env)
             except EngineError as exc:  # cache writes are best effort
                 report.warnings.append(f"cache push failed, build kept: {exc}")
     elif client.backend == "buildx" and push:
@@ -424,6 +424,14 @@ def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
     return audit.stage_sizes(layers).get(stage_name, 0)
 
 
+def buildx_metadata(digest: str | None, config_digest: str | None, names: list[str]) -> dict[str, str]:
+    """The `metadata` output in the shape docker/build-push-action gives (buildx's metadata file), so a
+    step written for that action reads it unchanged: pushed manifest digest, image config digest, names."""
+    data = {"containerimage.digest": digest, "containerimage.config.digest": config_digest,
+            "image.name": ",".join(names)}
+    return {key: value for key, value in data.items() if value}
+
+
 def outputs(report: BuildReport) -> None:
     """Step outputs and the job summary (no-ops outside Actions)."""
     from ghbuild import render
@@ -432,4 +440,6 @@ def outputs(report: BuildReport) -> None:
     gha.set_output("ref", report.ref or "")
     gha.set_output("image-id", report.image_id or "")
     gha.set_output("report", report.to_dict())
+    gha.set_output("metadata", buildx_metadata(report.digest, report.image_id,
+                                               report.tags if report.pushed else []))
     gha.add_summary(render.build_summary(report))

@@ -105,9 +105,85 @@ RECORDS_HELP = ("the trusted build's records: the build workflow's `digests` out
                 "--dry-run)")
 
 
+# Per command: what it does (the --help description, where none is set with the parser) and examples.
+# Every command has an entry; tests/test_cli.py checks that each --help shows both.
+_LOCAL = "--event push --repository org/project --ref main --default-branch main"
+COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
+    "plan": ("Shows what this event builds (image x arch), on which runners, with which caches and tags, and the "
+             "trust decision: whether the run may push, write caches or use secrets, and why. Reads the GitHub "
+             "context GitHub sets, or the flags below; under Actions also writes the job summary.",
+             ["ghbuild plan", f"ghbuild plan {_LOCAL} --image cpu --json"]),
+    "matrix": ("Prints the build matrix as JSON for `strategy.matrix: fromJSON(...)`, and sets the step outputs "
+               "matrix, bases, trusted, secrets and gha-write; under Actions the job summary shows the trust "
+               "decision, its reason and the jobs.",
+               ["ghbuild matrix --identities", f"ghbuild matrix {_LOCAL} --arch amd64"]),
+    "build": ("Builds one plan job (an image for one arch) with BuildKit, pushes its staging tags when asked and "
+              "the plan allows it, and reports digest, caches, sccache hits and sizes (step outputs and job "
+              "summary under Actions).",
+              ["ghbuild build --image cpu --arch amd64 --dry-run", "ghbuild build --image cpu --arch amd64 --push "
+               "--record \"$RUNNER_TEMP/records/cpu-amd64.json\""]),
+    "identity": ("Prints the content identity of a content-addressed base image: the hash of its inputs, build "
+                 "args and base digests that ensure-base looks it up by.",
+                 ["ghbuild identity --image rocm-base --json"]),
+    "ensure-base": ("Finds a content-addressed base image by its identity, or builds and pushes it when it is "
+                    "missing; prints its name@sha256 reference for the images built on it.",
+                    ["ghbuild ensure-base --image rocm-base --dry-run",
+                     "ghbuild ensure-base --image rocm-base --lookup-only --quiet"]),
+    "publish": ("Copies the images a trusted build staged to the publish registry: nightly tags per commit, or "
+                "a release. Writes only in a trusted run; --dry-run prints every copy anywhere.",
+                ["ghbuild publish nightly --dry-run", "ghbuild publish release --version 0.7.0 --records-from ci.yml"]),
+    "publish nightly": ("Writes nightly-<arch> tags and the nightly / nightly-<sha> multi-arch manifests from the "
+                        "staging images of one commit.",
+                        ["ghbuild publish nightly --dry-run --sha \"$GITHUB_SHA\"",
+                         "ghbuild publish nightly --records \"$DIGESTS\""]),
+    "publish release": ("Writes v<version>, per-arch tags and latest from the staging images of one commit, then "
+                        "creates the GitHub release.",
+                        ["ghbuild publish release --version 0.7.0 --dry-run",
+                         "ghbuild publish release --version 0.7.0 --records-from ci.yml"]),
+    "prune": ("Deletes old nightly-* tags (Docker Hub, GHCR, plain registries), keeping the newest commits. A dry "
+              "run unless --apply: deleting is the one step that cannot be undone, so it needs saying.",
+              ["ghbuild prune", "ghbuild prune --dry-run --keep 7 --json", "ghbuild prune --apply"]),
+    "digests": ("Collects the record files `build --record` wrote into one JSON by job id (the build workflow's "
+                "digests output) and a job summary listing every planned job, pushed or not. A missing folder is "
+                "an error; an empty one means nothing was pushed.",
+                ["ghbuild digests \"$RUNNER_TEMP/records\" --matrix \"$MATRIX\" --out digests.json"]),
+    "schema": ("Prints the JSON schema of ghbuild.toml (also published at its $id, for editors).",
+               ["ghbuild schema > ghbuild.schema.json"]),
+    "runner-check": ("", ["ghbuild runner-check --gpus 2 --min-free-disk 100GB",
+                          "ghbuild runner-check --gpus 0 --clean-containers --json"]),
+    "container-flags": ("", ["docker run $(ghbuild container-flags) rocm/dev-ubuntu-24.04 rocminfo",
+                             "ghbuild container-flags --gid 109 --json"]),
+    "diagnose": ("", ["ghbuild diagnose --out \"$RUNNER_TEMP/diagnostics\""]),
+}
+
+
+def _describe(parser: argparse.ArgumentParser, name: str) -> None:
+    """Give a command its description (unless set) and examples, and keep their line breaks."""
+    description, examples = COMMAND_HELP.get(name, ("", []))
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    if description and not parser.description:
+        parser.description = description
+    if parser.description:
+        import textwrap
+
+        parser.description = textwrap.fill(" ".join(parser.description.split()), 100)
+    if examples:
+        parser.epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+
+
+def _describe_all(subparsers, prefix: str = "") -> None:
+    for name, parser in subparsers.choices.items():
+        _describe(parser, prefix + name)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _describe_all(action, f"{prefix}{name} ")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ghbuild", description="Container-image CI for large native projects on GitHub Actions.",
-                     epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                     epilog="examples:\n  ghbuild plan\n  ghbuild build --image cpu --arch amd64 --dry-run\n"
+                            "  ghbuild COMMAND --help\n\n" + help_epilog(),
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ghbuild {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -186,7 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "a dry run unless --apply")
     _published_flags(p)
     p.add_argument("--keep", type=int, metavar="N", help="nightly commits to keep (default: publish.retention)")
-    p.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
+    mode.add_argument("--dry-run", action="store_true", help="only say what would go (the default; accepted "
+                                                             "like every command that pushes or deletes)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _context_flags(p)
 
@@ -204,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("lines", metavar="TEXT", help="KEY=VALUE lines; KEY a config key (sccache.bucket) or its variable")
     p.add_argument("--config", metavar="PATH", help="config file")
     _runner_parsers(sub)
+    _describe_all(sub)
     return parser
 
 
@@ -386,12 +466,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ghbuild import render
 
     _, plan = _load(args, _image_names(args.image), args.arch)
+    gha.add_summary(render.plan_summary(plan))
     print(json.dumps(plan.to_dict(), indent=2) if args.json else render.plan_table(plan))
     return 0
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
+    from ghbuild import render
+
     options, plan = _load(args, _image_names(args.image), args.arch)
+    gha.add_summary(render.plan_summary(plan))   # why a run is (un)trusted shows in CI, not only in the log
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
     if args.identities and identities:   # I/O (git, registries), so only on request: the plan job asks for it
         from ghbuild import ensure_base
@@ -421,7 +505,7 @@ def cmd_identity(args: argparse.Namespace) -> int:
 
 
 def cmd_ensure_base(args: argparse.Namespace) -> int:
-    from ghbuild import ensure_base, render
+    from ghbuild import build, ensure_base, render
 
     options, plan, arch = _load_base(args)
     result = ensure_base.ensure(plan, options, args.image, arch, os.environ, _registries(),
@@ -431,6 +515,7 @@ def cmd_ensure_base(args: argparse.Namespace) -> int:
     gha.set_output("digest", result.digest or "")
     gha.set_output("identity", result.identity)
     gha.set_output("built", "true" if result.built else "false")
+    gha.set_output("metadata", build.buildx_metadata(result.digest, None, [result.ref] if result.ref else []))
     gha.add_summary(render.ensure_base_summary(result))
     if args.json:
         data = result.to_dict()
@@ -566,6 +651,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         _require_trusted_run(args, options, "prune --apply")
     results = retention.prune_images(options, _published_images(args, options, "prune"), keep=args.keep,
                                      apply=args.apply, owner=_owner(args) or None, say=_log, group=gha.group)
+    gha.add_summary(retention.markdown(results))
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
     retention.raise_for_failures(results)
@@ -679,7 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except GhbuildError as exc:
         if gha.in_actions():
-            gha.annotate("error", exc.message, title=f"ghbuild {exc.kind}")
+            gha.annotate("error", exc.message, title=f"ghbuild {exc.kind}", **exc.location)
         print(f"ghbuild: {exc.kind}: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -74,12 +74,27 @@ def find_config(explicit: str | None, env: Mapping[str, str], cwd: Path) -> tupl
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+        bom = "UTF-8 with a byte-order mark" if raw.startswith(b"\xef") else "UTF-16"
+        raise _located(path, f"{path}: {bom}; TOML files are UTF-8 without a byte-order mark (save it as UTF-8)",
+                       line=1, col=1)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise _located(path, f"{path}: not UTF-8 text (byte {exc.start} at line {line}, column {col}); TOML "
+                             "files are UTF-8 (save it as UTF-8)", line=line, col=col) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        # tomllib has the position only in its message: "... (at line 3, column 7)"
+        at = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        raise _located(path, f"{path}: invalid TOML: {exc}", line=int(at[1]) if at else None,
+                       col=int(at[2]) if at else None) from None
 
 
 def _read_table(path: Path) -> dict[str, Any]:
@@ -255,6 +270,33 @@ class _Where:
                 probe = probe.rpartition(".")[0] if "." in probe else ""
         return f"{self.config_path}: {key}"
 
+    def error(self, key: str, detail: str) -> ConfigError:
+        """`<file>: <key>: <detail>` (or the variable that set it), located on the key's line in the file."""
+        where = self(key)
+        if where.startswith(f"{self.config_path}: "):
+            return _located(self.config_path, detail=f"{where}: {detail}", key=key)
+        return ConfigError(f"{where}: {detail}")
+
+
+def _located(path: Path, detail: str, key: str | None = None, line: int | None = None,
+             col: int | None = None) -> ConfigError:
+    """A ConfigError carrying file, line and column: of `key` as written in `path`, or the ones given."""
+    if key is not None:
+        from ghbuild import toml_position
+
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        prefix = ("tool", "ghbuild") if path.name == "pyproject.toml" else ()
+        found = toml_position.locate_all(text, prefix)
+        by_name = {".".join(k): v for k, v in found.items()}
+        probe = key
+        while probe and probe not in by_name:   # images.cpu.platforms[1] -> images.cpu.platforms -> ...
+            probe = probe[:probe.rindex("[")] if probe.endswith("]") else probe.rpartition(".")[0]
+        line, col = by_name.get(probe, (None, None))
+    return ConfigError(detail, file=str(path), line=line, col=col)
+
 
 # JSON Schema patterns are ECMA-262 regexes, whose `$` matches only at the very end of the text;
 # Python's `$` also matches before a final newline, so "runtime\n" (a YAML block scalar in a
@@ -289,14 +331,48 @@ def _schema_errors(data: dict[str, Any], where: _Where) -> None:
         key = _dotted(path + [unknown[0]]) if unknown else _dotted(path)
         hint = difflib.get_close_matches(unknown[0], sorted(allowed), n=1) if unknown else []
         extra = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise ConfigError(f"{where(key)}: unknown key{extra}")
+        raise where.error(key, f"unknown key{extra}")
     if error.validator == "required":
-        raise ConfigError(f"{where(_dotted(path))}: {error.message}")
+        raise where.error(_dotted(path), error.message)
     if error.validator == "propertyNames":
         name = error.instance if isinstance(error.instance, str) else ""
         bad = [k for k in (error.instance if isinstance(error.instance, dict) else []) if k]
-        raise ConfigError(f"{where(_dotted(path))}: invalid name {name or bad!r}: {error.message}")
-    raise ConfigError(f"{where(_dotted(path))}: {error.message}")
+        raise where.error(_dotted(path), f"invalid name {name or bad!r}: {error.message}")
+    raise where.error(_dotted(path), _in_words(error))
+
+
+# What a value of a shared definition looks like, for "'huge' is not a size such as 400MB".
+_EXPECTED = {"size": "a size such as 400MB, 1.5GB or 200MiB (or a number of bytes)",
+             "labels": 'a list of runner labels such as ["ubuntu-24.04"] (no spaces or commas in a label)',
+             "runners": "a table of runner labels per architecture (amd64, arm64)",
+             "repository": "an image repository such as ghcr.io/{owner}/ci-{image}",
+             "build-args": 'a table of build arguments such as { VERSION = "1.2" }'}
+_TYPE_WORDS = {"string": "text (a quoted string)", "integer": "a whole number", "number": "a number",
+               "boolean": "true or false", "array": "a list [...]", "object": "a table"}
+
+
+def _in_words(error) -> str:
+    """A schema failure as a sentence about the value, not about the schema."""
+    value = error.instance
+    shown = repr(value) if not isinstance(value, (dict, list)) else ("a table" if isinstance(value, dict)
+                                                                     else "a list")
+    defs = schema()["$defs"]
+    for name, expected in _EXPECTED.items():
+        if error.schema == defs[name]:
+            return f"{shown} is not {expected}"
+    if error.validator == "type":
+        kinds = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"{shown} is not {' or '.join(_TYPE_WORDS.get(k, k) for k in kinds)}"
+    if error.validator == "enum":
+        return f"{shown} is not one of {', '.join(repr(v) for v in error.validator_value)}"
+    if error.validator == "pattern":
+        description = error.schema.get("description")
+        return f"{shown} is not allowed here" + (f": {description}" if description else
+                                                 f" (it must match {error.validator_value})")
+    if error.validator in ("anyOf", "oneOf"):
+        described = error.schema.get("description")
+        return f"{shown} is not valid here" + (f": {described}" if described else "")
+    return error.message
 
 
 def load(explicit: str | None = None, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Options:
@@ -335,20 +411,19 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
         build_args = dict(img.get("build-args", {}))
         for arg in build_args:
             if _SECRET_NAME_RE.search(arg):
-                raise ConfigError(
-                    f"{where(f'images.{name}.build-args.{arg}')}: looks like a secret; build args stay in "
-                    "the image history, pass secrets as BuildKit secrets instead")
+                raise where.error(f"images.{name}.build-args.{arg}", "looks like a secret; build args stay in "
+                                  "the image history, pass secrets as BuildKit secrets instead")
         img_runners = img.get("runners", {})
         try:
             size_budget = parse_size(img["size-budget"]) if "size-budget" in img else None
         except ValueError as exc:
-            raise ConfigError(f"{where(f'images.{name}.size-budget')}: {exc}") from None
+            raise where.error(f"images.{name}.size-budget", str(exc)) from None
         stage_budgets = {}
         for stage, budget in img.get("stage-budgets", {}).items():
             try:
                 stage_budgets[stage] = parse_size(budget)
             except ValueError as exc:
-                raise ConfigError(f"{where(f'images.{name}.stage-budgets.{stage}')}: {exc}") from None
+                raise where.error(f"images.{name}.stage-budgets.{stage}", str(exc)) from None
         images[name] = ImageOptions(
             name=name,
             dockerfile=img["dockerfile"],
@@ -373,7 +448,7 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
     try:
         sccache.check_endpoint(endpoint)
     except ValueError as exc:
-        raise ConfigError(f"{where('sccache.endpoint')}: {exc}") from None
+        raise where.error("sccache.endpoint", str(exc)) from None
     sccache_options = SccacheOptions(
         enabled=sc.get("enabled", True),
         bucket=sc.get("bucket") or None,
@@ -388,7 +463,7 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
         try:
             canonical = naming.normalize_slug(canonical)
         except InvalidReferenceError as exc:
-            raise ConfigError(f"{where('trust.canonical-repository')}: {exc}") from None
+            raise where.error("trust.canonical-repository", str(exc)) from None
     trust = TrustOptions(canonical_repository=canonical, stable_branch=tr.get("stable-branch") or None,
                          self_hosted_for_forks=tr.get("self-hosted-for-forks", False))
 
@@ -399,7 +474,7 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
         retention=pub.get("retention", 14),
     )
     if publish.arch_suffixes["amd64"] == publish.arch_suffixes["arm64"]:
-        raise ConfigError(f"{where('publish.arch-suffixes')}: amd64 and arm64 need different suffixes")
+        raise where.error("publish.arch-suffixes", "amd64 and arm64 need different suffixes")
 
     bl = data.get("build", {})
     build = BuildOptions(builder=bl.get("builder") or None, builder_network=bl.get("builder-network", "host"),
@@ -450,7 +525,7 @@ def _check_paths(images: dict[str, ImageOptions], project: Path, where: _Where) 
         for key, value in checks:
             why = _inside(root, project.resolve(), value)
             if why:
-                raise ConfigError(f"{where(f'images.{name}.{key}')}: {value!r} is outside the {kind} "
+                raise where.error(f"images.{name}.{key}", f"{value!r} is outside the {kind} "
                                   f"({why}; paths are relative to the config file's folder and stay inside "
                                   f"{root})")
 
@@ -470,18 +545,18 @@ def _check_bases(images: dict[str, ImageOptions], where: _Where) -> None:
         key = f"images.{image.name}.base"
         base = images.get(image.base)
         if base is None:
-            raise ConfigError(f"{where(key)}: no image named {image.base!r} (known: {', '.join(images)})")
+            raise where.error(key, f"no image named {image.base!r} (known: {', '.join(images)})")
         if base.identity is None:
-            raise ConfigError(f"{where(key)}: image {image.base!r} has no [images.{image.base}.identity] "
+            raise where.error(key, f"image {image.base!r} has no [images.{image.base}.identity] "
                               "table, so it has no content address to hand over by digest")
         if base.base:
-            raise ConfigError(f"{where(key)}: image {image.base!r} itself builds on {base.base!r}; "
+            raise where.error(key, f"image {image.base!r} itself builds on {base.base!r}; "
                               "chains of content-addressed bases are not supported")
         missing = [p for p in image.platforms if p not in base.platforms]
         if missing:
-            raise ConfigError(f"{where(key)}: {image.base!r} is not built for {', '.join(missing)}")
+            raise where.error(key, f"{image.base!r} is not built for {', '.join(missing)}")
         if image.base_image:
-            raise ConfigError(f"{where(f'images.{image.name}.base-image')}: set either base-image or base, "
+            raise where.error(f"images.{image.name}.base-image", "set either base-image or base, "
                               "not both")
 
 
@@ -503,20 +578,19 @@ def _check_repositories(options: Options, where: _Where) -> None:
                 _check_template(own, key, where)
             resolved = expand_repository(template, image.name, "owner")
             if resolved in seen:
-                raise ConfigError(
-                    f"{where(key)}: images {seen[resolved]} and {image.name} would share the {role} repository "
-                    f"{resolved}; add {{image}} to the name or give each image its own")
+                raise where.error(key, f"images {seen[resolved]} and {image.name} would share the {role} "
+                                       f"repository {resolved}; add {{image}} to the name or give each image its own")
             seen[resolved] = image.name
 
 
 def _check_template(template: str, key: str, where: _Where) -> None:
     for placeholder in _PLACEHOLDER_RE.findall(template):
         if placeholder not in _PLACEHOLDERS:
-            raise ConfigError(f"{where(key)}: unknown placeholder {{{placeholder}}} (known: {{image}}, {{owner}})")
+            raise where.error(key, f"unknown placeholder {{{placeholder}}} (known: {{image}}, {{owner}})")
     try:
         naming.validate_repository(expand_repository(template, "image", "owner"))
     except InvalidReferenceError as exc:
-        raise ConfigError(f"{where(key)}: {exc}") from None
+        raise where.error(key, str(exc)) from None
 
 
 def expand_repository(template: str, image: str, owner: str) -> str:

@@ -1,27 +1,25 @@
 """Registry credentials, from where CI already puts them.
 
-Order per registry host: the Docker client config (`$DOCKER_CONFIG/config.json` or ~/.docker/config.json,
-`auths.<host>.auth` as written by `docker login` and docker/login-action), then GHCR with GITHUB_TOKEN,
-then ECR through boto3. None: anonymous (fine for pulls from public repositories and local registries).
-Credential helpers (`credsStore`) are not run: CI writes plain `auths` entries.
+Order per registry host: the Docker client config (`$DOCKER_CONFIG/config.json` or ~/.docker/config.json),
+read by the Docker SDK's auth handling as `docker push` reads it: `auths.<host>.auth` (what `docker login` and
+docker/login-action write) and credential helpers (`credHelpers.<host>`, `credsStore`: common on self-hosted
+runners); then GHCR with GITHUB_TOKEN, then ECR through boto3. None: anonymous (fine for pulls from public
+repositories and local registries).
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import os
 import re
+import warnings
 from collections.abc import Mapping
-from pathlib import Path
 
 from ghbuild.errors import require
 from ghbuild.naming import DOCKER_HUB_HOSTS
 
 GHCR_HOST = "ghcr.io"
-# Keys `docker login` writes for Docker Hub: the legacy index URL and the host names.
-_HUB_CONFIG_KEYS = ("https://index.docker.io/v1/", *sorted(DOCKER_HUB_HOSTS))
 ECR_HOST_RE = re.compile(r"(?P<account>\d{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
 
 
@@ -57,27 +55,33 @@ def ecr_credentials(host: str, session=None) -> Credentials:
     return Credentials(user, password)
 
 
-def _docker_config(env: Mapping[str, str]) -> dict:
-    folder = Path(env.get("DOCKER_CONFIG") or Path(env.get("HOME", "~")).expanduser() / ".docker")
+def _from_docker_config(host: str, env: Mapping[str, str]) -> Credentials | None:
+    """What the Docker client config holds for `host`, credential helpers run (with `env`) when it names one."""
+    from docker import auth, errors
+
+    from ghbuild.docker_client import docker_config_file
+
+    path = docker_config_file(env)
+    if not os.path.isfile(path):   # else the SDK falls back to this process's own config
+        return None
     try:
-        return json.loads((folder / "config.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
+        with warnings.catch_warnings():   # a helper not on PATH: anonymous, and the registry's 401 says so
+            warnings.simplefilter("ignore")
+            config = auth.load_config(path, credstore_env=dict(env))
+            # Docker Hub's entry is under the legacy index URL whatever host name the image used.
+            entry = config.resolve_authconfig(None if host in DOCKER_HUB_HOSTS else host)
+    except (errors.DockerException, OSError, ValueError):
+        return None
+    entry = {key.lower(): value for key, value in (entry or {}).items()}   # helpers answer "Username"
+    username, password = entry.get("username"), entry.get("password")
+    return Credentials(username, password) if username and password else None
 
 
 def for_host(host: str, env: Mapping[str, str] | None = None) -> Credentials | None:
     env = os.environ if env is None else env
-    auths = _docker_config(env).get("auths") or {}
-    keys = _HUB_CONFIG_KEYS if host in DOCKER_HUB_HOSTS else (host, f"https://{host}", f"http://{host}")
-    for key in keys:
-        entry = auths.get(key) or {}
-        if entry.get("auth"):
-            try:
-                user, _, password = base64.b64decode(entry["auth"]).decode("utf-8").partition(":")
-            except (ValueError, UnicodeDecodeError):
-                continue
-            if user and password:
-                return Credentials(user, password)
+    found = _from_docker_config(host, env)
+    if found:
+        return found
     if host == GHCR_HOST and env.get("GITHUB_TOKEN"):
         return ghcr_credentials(env.get("GITHUB_ACTOR") or "", env["GITHUB_TOKEN"])
     if ECR_HOST_RE.fullmatch(host):

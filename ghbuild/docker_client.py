@@ -1,7 +1,7 @@
 """The Docker edge: every call to the docker client and the Docker engine's API goes through here.
 
-Find a client that can build, create the buildx builder, run builds and pushes, and read built images
-(history, files) through the Docker SDK.
+Find a client that can build, create the buildx builder and run builds; push and read built images
+(history, files) through the Docker SDK, which speaks the engine API with `docker.from_env()` semantics.
 
 Which client: GHBUILD_DOCKER_CLI if set, else `docker` on PATH, else /usr/bin/docker. A client with
 the buildx plugin builds with `docker buildx build` (backend "buildx"). Without buildx, a client
@@ -100,26 +100,49 @@ def run_streaming(argv: Sequence[str], env: Mapping[str, str], log_path: Path, e
     return rc, time.monotonic() - start
 
 
-def push(client: DockerClient, tag: str, env: Mapping[str, str]) -> str:
-    """`docker push TAG`; returns the manifest digest the registry reported."""
-    proc = subprocess.run([client.path, "push", tag], capture_output=True, text=True, env=dict(env), timeout=3600)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["failed"])[-1]
-        raise EngineError(f"docker push {tag}: {last}")
-    match = re.search(r"digest: (sha256:[0-9a-f]{64})", proc.stdout)
-    if not match:
-        raise EngineError(f"docker push {tag}: no digest in the output")
-    return match.group(1)
+def docker_config_file(env: Mapping[str, str]) -> str:
+    """The Docker client config the `docker` CLI would read: $DOCKER_CONFIG/config.json, else ~/.docker/."""
+    folder = env.get("DOCKER_CONFIG") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".docker")
+    return os.path.join(folder, "config.json")
 
 
-def docker_sdk(env: Mapping[str, str]):
-    """A docker SDK client for reading images (history, inspect); imported only when needed."""
-    docker = require("docker", "docker", "reading a built image")
+def docker_sdk(env: Mapping[str, str], timeout: int = 60):
+    """A Docker SDK client with `docker.from_env()` semantics on `env` (DOCKER_HOST, DOCKER_TLS_VERIFY,
+    DOCKER_CERT_PATH) and registry auth from that environment's client config, credential helpers
+    (credsStore, credHelpers) included; imported only when needed."""
+    docker = require("docker", "docker", "talking to the Docker engine")
 
     try:
-        return docker.DockerClient(base_url=env.get("DOCKER_HOST") or "unix:///var/run/docker.sock", timeout=60)
+        client = docker.from_env(environment=dict(env), timeout=timeout)
     except docker.errors.DockerException as exc:
         raise EngineError(f"cannot reach the Docker engine: {exc}") from None
+    # from_env reads the auth config of this process's DOCKER_CONFIG; the build's environment decides.
+    client.api.credstore_env = dict(env)
+    client.api.reload_config(docker_config_file(env))
+    return client
+
+
+def push(tag: str, env: Mapping[str, str]) -> str:
+    """Push TAG through the engine API; returns the manifest digest from the push stream's structured result
+    (its `aux.Digest`), with the credentials `docker push` would use for the registry."""
+    docker = require("docker", "docker", "pushing an image")
+    import requests
+    from docker.utils import parse_repository_tag
+
+    repository, name_tag = parse_repository_tag(tag)
+    digest = None
+    try:
+        for event in docker_sdk(env, timeout=600).api.push(repository, tag=name_tag, stream=True, decode=True):
+            if event.get("error"):
+                raise EngineError(f"push {tag}: {event['error']}")
+            digest = (event.get("aux") or {}).get("Digest") or digest
+    except docker.errors.APIError as exc:
+        raise EngineError(f"push {tag}: {exc.explanation or exc}") from None
+    except requests.RequestException as exc:
+        raise EngineError(f"push {tag}: {type(exc).__name__}: {exc}") from None
+    if not digest or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise EngineError(f"push {tag}: the engine reported no manifest digest")
+    return digest
 
 
 def ensure_builder(client: DockerClient, name: str, endpoint: str | None, network: str,

@@ -22,6 +22,8 @@ class GhbuildError(Exception):
     def message(self) -> str:
         return str(self)
 
+    location: dict[str, str | int] = {}   # file / line / col of the cause, when it is in a file
+
 
 class UsageError(GhbuildError):
     """flags, an --image the config does not have"""
@@ -35,6 +37,12 @@ class ConfigError(GhbuildError):
 
     exit_code = 3
     kind = "config error"
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 col: int | None = None) -> None:
+        super().__init__(message)
+        # Where the offending key is written, for an annotation on that line (GitHub's file/line/col).
+        self.location = {k: v for k, v in (("file", file), ("line", line), ("col", col)) if v is not None}
 
 
 class ContextError(GhbuildError):

@@ -94,11 +94,25 @@ def annotate(level: str, message: str, **properties: Any) -> None:
         raise ValueError(level)
     if in_actions():
         props = {k: properties.get(k) for k in _ANNOTATION_KEYS}
+        if props["file"]:
+            props["file"] = workspace_path(str(props["file"]))
         _command(level, props, message)
     else:
         where = properties.get("file")
         prefix = f"{where}: " if where else ""
         print(f"ghbuild {level}: {prefix}{message}", file=sys.stderr, flush=True)
+
+
+def workspace_path(path: str, env: Mapping[str, str] | None = None) -> str:
+    """An annotation's `file`: relative to GITHUB_WORKSPACE (what GitHub links to the diff), when inside it."""
+    env = os.environ if env is None else env
+    workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute, os.path.abspath(workspace))
+    except ValueError:   # another drive (Windows)
+        return path
+    return path if relative.startswith("..") else relative
 
 
 @contextlib.contextmanager

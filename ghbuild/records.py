@@ -54,9 +54,14 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def collect(folder: Path) -> dict[str, dict[str, Any]]:
-    """Every `*.json` record in `folder`, by job id (a missing folder: none)."""
+    """Every `*.json` record in `folder`, by job id. A missing folder is an error (a mistyped path must not
+    read as "nothing was pushed"); an empty one means no job pushed."""
+    if not folder.is_dir():
+        why = "is not a folder" if folder.exists() else "does not exist"
+        raise UsageError(f"records folder {folder} {why} (where the build jobs' `build --record` files were "
+                         "downloaded; create it empty when no job pushed)")
     digests: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    for path in sorted(folder.glob("*.json")):
         try:
             record = json.loads(path.read_text("utf-8"))
             if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in RECORD_KEYS):

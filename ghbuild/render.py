@@ -21,6 +21,47 @@ def _yes(value: bool) -> str:
     return "yes" if value else "no"
 
 
+def _job_rows(plan: Plan):
+    """(id, platform, runs-on labels, push yes/no, tags) per planned job: what the terminal table and the job
+    summary list."""
+    for job in plan.jobs:
+        if job.identity_prefix:   # found or built by ensure-base under its content identity, not per commit
+            refs = planner.base_refs(plan, job, "IDENTITY") if job.staging_repository else None
+            tags = [f"{refs.write or refs.read[0]} (ensure-base)"] if refs else []
+            push = _yes(bool(refs and refs.write))
+        else:
+            tags, push = list(job.tags), _yes(job.push)
+        yield job.id, job.platform, list(job.runs_on), push, tags
+
+
+def plan_summary(plan: Plan) -> str:
+    """Markdown for the plan job's summary: the trust decision and why, what the run may write, the jobs."""
+    ctx, t = plan.context, plan.trust
+    lines = [f"### ghbuild plan: {md(ctx.event)} on {code(ctx.ref)} @ {code(ctx.sha[:12])}", ""]
+    if ctx.pull_request is not None:
+        fork = "a fork" if ctx.is_fork else "the same repository"
+        lines += [f"Pull request #{ctx.pull_request} from {code(ctx.head_repository or '(deleted)')} "
+                  f"({fork}) into {code(ctx.base_ref)}.", ""]
+    lines += ["| | |", "|---|---|",
+              f"| trusted | **{_yes(t.trusted)}**: {md(t.reason)} |",
+              f"| canonical | {code(t.canonical_repository)}, stable branch {code(t.stable_branch)} |",
+              f"| cache scope | {code(t.scope)}; writes {code(t.write_scope) if t.write_scope else 'nothing'}, "
+              f"reads {', '.join(code(s) for s in t.read_scopes) or '-'} |",
+              f"| may push to registries | {_yes(t.registry_write)} |",
+              f"| may write the GitHub Actions cache | {_yes(t.gha_write)} |",
+              f"| gets secrets | {_yes(t.secrets)} |", ""]
+    notes = [*ctx.notes, *plan.warnings]
+    if notes:
+        lines += [f"- {md(note)}" for note in notes] + [""]
+    if not plan.jobs:
+        return "\n".join(lines + ["No jobs: nothing selected.", ""])
+    lines += ["| job | platform | runs on | push | tags |", "|---|---|---|---|---|"]
+    for job_id, platform, runs_on, push, tags in _job_rows(plan):
+        lines.append(f"| {md(job_id)} | {md(platform)} | {', '.join(code(r) for r in runs_on)} | {push} "
+                     f"| {'<br>'.join(code(tag) for tag in tags) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 def plan_table(plan: Plan) -> str:
     ctx, t = plan.context, plan.trust
     lines = [
@@ -43,14 +84,8 @@ def plan_table(plan: Plan) -> str:
         lines.append(f"warning     {warning}")
     lines.append("")
     rows = [("JOB", "PLATFORM", "RUNS ON", "PUSH", "TAGS")]
-    for job in plan.jobs:
-        if job.identity_prefix:   # found or built by ensure-base under its content identity, not per commit
-            refs = planner.base_refs(plan, job, "IDENTITY") if job.staging_repository else None
-            tags = (f"{refs.write or refs.read[0]} (ensure-base)" if refs else "-")
-            push = _yes(bool(refs and refs.write))
-        else:
-            tags, push = " ".join(job.tags) or "-", _yes(job.push)
-        rows.append((job.id, job.platform, ",".join(job.runs_on), push, tags))
+    rows += [(job_id, platform, ",".join(runs_on), push, " ".join(tags) or "-")
+             for job_id, platform, runs_on, push, tags in _job_rows(plan)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])

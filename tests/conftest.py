@@ -12,9 +12,13 @@ GitHub's documented shape, written to tmp_path. The originals are never modified
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
+import os
 import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -334,3 +338,36 @@ HEREDOC = re.compile(r"(?P<name>[^\n<]+)<<(?P<delim>ghadelimiter_[0-9a-f-]{36})\
 def read_outputs(text: str) -> dict[str, str]:
     """The step outputs in a GITHUB_OUTPUT file's text, by name."""
     return {m["name"]: m["value"] for m in HEREDOC.finditer(text)}
+
+
+def run_in_process(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`ghbuild ARGS` in `project`, as a workflow step runs it, but in this process (a fresh interpreter per
+    case cost a second each): the environment holds no GITHUB_*, GHBUILD_*, AWS_* or ACTIONS_* variable but
+    those given, and stdout, stderr and the exit code are what the command wrote and returned."""
+    from ghbuild import cli
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "AWS_", "ACTIONS_"))}
+    full["GIT_CEILING_DIRECTORIES"] = str(project.parent)
+    full.update(env or {})
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(full)
+        os.chdir(project)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(args))
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["ghbuild", *args], code, out.getvalue(), err.getvalue())
+
+
+def write_project(tmp_path: Path, config_text: str) -> Path:
+    """A project folder that is not ghbuild: its own ghbuild.toml and a Dockerfile."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "ghbuild.toml").write_text(config_text, "utf-8")
+    (root / "Dockerfile").write_text("FROM scratch\nCOPY . /\n", "utf-8")
+    return root

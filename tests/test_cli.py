@@ -379,7 +379,7 @@ ERROR_CASES = [
     ("unknown_key", LOCAL_PUSH, {}, "unknown_key", 3, "config error",
      ["ghbuild.toml: images.cpu.dockerfle: unknown key (did you mean 'dockerfile'?)"]),
     ("wrong_type", LOCAL_PUSH, {}, "wrong_type", 3, "config error",
-     ["ghbuild.toml: images.cpu.platforms: ", "not of type 'array'"]),
+     ["ghbuild.toml: images.cpu.platforms: 'linux/amd64' is not a list [...]"]),
     ("bad_platform", LOCAL_PUSH, {}, "bad_platform", 3, "config error",
      ["ghbuild.toml: images.cpu.platforms[1]: 'linux/s390x' is not one of"]),
     ("shared_staging", LOCAL_PUSH, {}, "shared_staging", 3, "config error",
@@ -487,7 +487,8 @@ def test_error_in_actions_is_also_an_error_annotation(tmp_path):
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
     annotation, line = result.stderr.splitlines()
-    assert annotation.startswith("::error title=ghbuild config error::")
+    # on the offending key's line, the file relative to the workspace (GitHub links it to the diff)
+    assert annotation.startswith("::error title=ghbuild config error,file=ghbuild.toml,line=2,col=1::")
     assert "sccache.endpoint: endpoint contains user info" in annotation
     assert line.startswith("ghbuild: config error: ")
     assert_no_credential(result.stderr)
@@ -579,3 +580,44 @@ def test_one_dispatch_table_serves_every_command():
     parser = cli.build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert set(subparsers.choices) == set(cli.COMMANDS)
+
+
+# --------------------------------------------------------------------------- help
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = ""):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield prefix + name, sub
+                yield from _commands(sub, f"{prefix}{name} ")
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _commands(__import__("ghbuild.cli").cli.build_parser())])
+def test_every_command_help_has_a_description_and_an_example(name):
+    from ghbuild import cli
+
+    parser = dict(_commands(cli.build_parser()))[name]
+    text = parser.format_help()
+    assert parser.description and len(parser.description.split()) >= 8, text
+    examples = text.split("\nexamples:\n", 1)[1].splitlines()
+    assert examples and all(line.startswith("  ") and name.split()[0] in line for line in examples), text
+
+
+def test_prune_takes_dry_run_explicitly_and_refuses_it_with_apply():
+    from ghbuild import cli
+
+    assert cli.build_parser().parse_args(["prune", "--dry-run"]).apply is False
+    with pytest.raises(cli.UsageError, match="--apply: not allowed with argument --dry-run"):
+        cli.build_parser().parse_args(["prune", "--dry-run", "--apply"])
+
+
+def test_schema_id_is_where_the_file_is_published_and_the_readme_shows_the_editor_hint():
+    from ghbuild import config
+
+    canonical = tomllib.loads((REPO_ROOT / "ghbuild.toml").read_text("utf-8"))["trust"]["canonical-repository"]
+    schema_id = config.schema()["$id"]
+    prefix = f"https://raw.githubusercontent.com/{canonical}/main/"
+    assert schema_id.startswith(prefix)
+    published = REPO_ROOT / schema_id.removeprefix(prefix)
+    assert json.loads(published.read_text("utf-8")) == config.schema()
+    assert f"#:schema {schema_id}\n" in (REPO_ROOT / "README.md").read_text("utf-8")

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ghbuild.errors import PruneAbort, PruneError
-from ghbuild.retention import PruneResult, prune, render
+from ghbuild.retention import PruneResult, markdown, prune, render
 from ghbuild.retention.backend import Backend, Deletion
 from ghbuild.retention.plan import TagInfo
 
@@ -101,6 +101,26 @@ def test_dry_run_deletes_nothing_and_lists_would_delete(by_digest):
     assert data["stats"] == {"tags": 3, "candidates": 3, "commits": 3, "commits_kept": 1, "other_tags": 0,
                              "listed": 3, "deletes": 0}
     assert "(dry run: nothing deleted)" in render(result)
+
+
+def test_job_summary_lists_every_tag_kept_or_deleted_and_marks_a_dry_run():
+    dry, applied = run(MemoryBackend(commits(3), by_digest=False), apply=False), \
+        run(MemoryBackend(commits(3), by_digest=False), apply=True)
+    text = markdown([dry])
+    assert "**dry run**: nothing deleted; keep the newest 1 commits. 2 would be deleted, 0 failed." in text
+    assert f"| keep | `nightly-{sha(2)}` | `sha256:i2` |" in text
+    assert f"| would delete | `nightly-{sha(0)}` | `sha256:i0` |" in text
+    text = markdown([applied])
+    assert "dry run" not in text and "applied; keep the newest 1 commits. 2 deleted, 0 failed." in text
+    assert f"| deleted | `nightly-{sha(1)}` | `sha256:i1` |" in text
+
+
+def test_job_summary_escapes_tag_names_and_reasons():
+    result = run(MemoryBackend(commits(1), by_digest=False), apply=False)
+    result.kept = [{"tags": ["x|<b>`y"], "digest": "sha256:i0", "reason": "| [a](b) <i>"}]
+    text = markdown([result])
+    assert "<b>" not in text and "<i>" not in text and "](b)" not in text.replace("\\](b)", "")
+    assert "<code>x&#124;&lt;b&gt;&#96;y</code>" in text and "\\| \\[a\\](b) &lt;i&gt;" in text
 
 
 def test_apply_deletes_paced_and_reports():

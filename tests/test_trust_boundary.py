@@ -8,11 +8,12 @@ and no self-hosted runner, whatever its checkout says.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import run_in_process as ghbuild
+from conftest import write_project
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 AWS = {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKEYID0000", "AWS_SECRET_ACCESS_KEY": "attack-me-secret-value"}
@@ -38,40 +39,9 @@ SAME_REPO_PR = ["--event", "pull_request", "--repository", "org/project", "--pr"
                 "--head-ref", "feature", "--head-repo", "org/project", "--default-branch", "main"]
 
 
-def ghbuild(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`ghbuild ARGS` in `project`, as a workflow step runs it, but in this process (a fresh interpreter per
-    case cost a second each): the environment holds no GITHUB_*, GHBUILD_*, AWS_* or ACTIONS_* variable but
-    those given, and stdout, stderr and the exit code are what the command wrote and returned."""
-    import contextlib
-    import io
-
-    from ghbuild import cli
-
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "AWS_", "ACTIONS_"))}
-    full["GIT_CEILING_DIRECTORIES"] = str(project.parent)
-    full.update(env or {})
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        os.environ.clear()
-        os.environ.update(full)
-        os.chdir(project)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(args))
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-    return subprocess.CompletedProcess(["ghbuild", *args], code, out.getvalue(), err.getvalue())
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "ghbuild.toml").write_text(CONFIG, "utf-8")
-    (root / "Dockerfile").write_text("FROM scratch\nCOPY . /\n", "utf-8")
-    return root
+    return write_project(tmp_path, CONFIG)
 
 
 def dry_run(project: Path, context: list[str], env: dict[str, str] | None = None) -> dict:

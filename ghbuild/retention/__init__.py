@@ -8,7 +8,7 @@ concern, like cibuildwheel's platform backends:
 - `backend`: the one interface the delete loop needs; implemented by `dockerhub` (the Hub API),
   `ghcr` (the GitHub packages API) and `oci` (the plain distribution API, any other registry), picked
   from the publish repository's host;
-- `result`: PruneResult (`to_dict()` is the JSON of `ghbuild prune --json`) and `render`;
+- `result`: PruneResult (`to_dict()` is the JSON of `ghbuild prune --json`), `render` and `markdown`;
 - here: `run` (the entry point) and `prune`, the one delete loop.
 
 Endpoints can be redirected (tests, demos): GHBUILD_DOCKERHUB_API (Docker Hub API base URL) and the
@@ -28,9 +28,9 @@ from ghbuild.credentials import GHCR_HOST
 from ghbuild.errors import ConfigError, PruneAbort, PruneError
 from ghbuild.retention.backend import Backend, Deletion
 from ghbuild.retention.plan import listing_changes, nightly_pattern, plan_digests, plan_prune
-from ghbuild.retention.result import PruneResult, render
+from ghbuild.retention.result import PruneResult, markdown, render
 
-__all__ = ["Backend", "PruneResult", "prune", "prune_images", "raise_for_failures", "render", "resolve_repository", "run"]
+__all__ = ["Backend", "PruneResult", "markdown", "prune", "prune_images", "raise_for_failures", "render", "resolve_repository", "run"]
 
 Log = Callable[[str], None]
 

@@ -1,5 +1,5 @@
-"""What a prune run returns (PruneResult, `to_dict()` is the JSON of `ghbuild prune --json`) and its
-human-readable summary (`render`)."""
+"""What a prune run returns (PruneResult, `to_dict()` is the JSON of `ghbuild prune --json`), its
+human-readable summary (`render`) and its job summary (`markdown`)."""
 
 from __future__ import annotations
 
@@ -47,23 +47,49 @@ class PruneResult:
         return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
 
 
-def render(result: PruneResult) -> str:
-    """Human-readable summary for the CLI."""
-    def label(e: Entry) -> str:
-        return ", ".join(e.get("tags") or []) or f"untagged {str(e.get('digest'))[:19]}"
+def _label(e: Entry) -> str:
+    return ", ".join(e.get("tags") or []) or f"untagged {str(e.get('digest'))[:19]}"
 
-    head = f"ghbuild prune: {result.repository} ({result.backend}), keep the newest {result.keep} commits"
-    lines = [head + (" (dry run: nothing deleted)" if result.dry_run else "")]
+
+def _outcomes(result: PruneResult):
+    """(outcome, entry, why) for every tag the run looked at, kept first."""
     for entries, title in ((result.kept, "keep"), (result.skipped_referenced, "keep (referenced)"),
                            (result.would_delete, "would delete"), (result.deleted, "deleted")):
         for e in entries:
-            lines.append(f"  {title:<18} {label(e)}  {e.get('reason', '')}")
+            yield title, e, e.get("reason", "")
     for e in result.errors:
-        lines.append(f"  {'FAILED':<18} {label(e)}  {e.get('error')}")
+        yield "FAILED", e, e.get("error")
     for e in result.dangling:
-        lines.append(f"  {'MISSING':<18} {e['digest']}  referred to by {e['referenced_by']}; the registry lacks it")
+        yield "MISSING", {"digest": e["digest"]}, f"referred to by {e['referenced_by']}; the registry lacks it"
+
+
+def render(result: PruneResult) -> str:
+    """Human-readable summary for the CLI."""
+
+    head = f"ghbuild prune: {result.repository} ({result.backend}), keep the newest {result.keep} commits"
+    lines = [head + (" (dry run: nothing deleted)" if result.dry_run else "")]
+    lines += [f"  {title:<18} {_label(e)}  {why}" for title, e, why in _outcomes(result)]
     s = result.stats
     lines.append(f"  {s.get('tags', 0)} tags, {s.get('commits', 0)} commits; "
                  f"{len(result.deleted or result.would_delete)} "
                  f"{'to delete' if result.dry_run else 'deleted'}, {len(result.errors)} failed")
     return "\n".join(lines)
+
+
+def markdown(results: Sequence[PruneResult]) -> str:
+    """The prune job's summary: per image, every tag kept or deleted and why; a dry run marked as one."""
+    from ghbuild.markdown import code, md
+
+    lines = []
+    for result in results:
+        mode = "**dry run**: nothing deleted" if result.dry_run else "applied"
+        lines += [f"### ghbuild prune: {code(result.repository)} ({md(result.backend)})", "",
+                  f"{mode}; keep the newest {result.keep} commits. {len(result.deleted or result.would_delete)} "
+                  f"{'would be deleted' if result.dry_run else 'deleted'}, {len(result.errors)} failed.", ""]
+        rows = list(_outcomes(result))
+        if rows:
+            lines += ["| outcome | tags | digest | why |", "|---|---|---|---|"]
+            lines += [f"| {md(title)} | {', '.join(code(t) for t in e.get('tags') or []) or 'untagged'} "
+                      f"| {code(str(e.get('digest') or '-')[:19])} | {md(why or '')} |" for title, e, why in rows]
+            lines.append("")
+    return "\n".join(lines) + "\n"
