@@ -149,6 +149,17 @@ COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
                 ["ghbuild digests \"$RUNNER_TEMP/records\" --matrix \"$MATRIX\" --out digests.json"]),
     "schema": ("Prints the JSON schema of ghbuild.toml (also published at its $id, for editors).",
                ["ghbuild schema > ghbuild.schema.json"]),
+    "init": ("Run at the root of a repository: writes ghbuild.toml (an image per Dockerfile found, its last stage "
+             "as target, the canonical repository from the git remote 'origin') and the caller workflow "
+             ".github/workflows/images.yml pinned to the ghbuild commit running this; then prints what each compile "
+             "step of each Dockerfile needs for sccache. Edits no Dockerfile; overwrites nothing without --force.",
+             ["ghbuild init", "ghbuild init --diff | git apply", "ghbuild init --force --platform linux/amd64"]),
+    "overrides": ("Checks KEY=VALUE lines (config keys such as sccache.bucket, or their GHBUILD_* variables) against "
+                  "the config and, in Actions, sets them as GHBUILD_* variables for the job's later steps: the "
+                  "reusable workflows' `overrides` input. An unknown key or a bad value is refused before anything "
+                  "is set.",
+                  ["ghbuild overrides 'sccache.bucket=my-bucket'",
+                   "ghbuild overrides \"$(printf 'sccache.bucket=b\\nregistries.publish=docker.io/me/{image}')\""]),
     "runner-check": ("", ["ghbuild runner-check --gpus 2 --min-free-disk 100GB",
                           "ghbuild runner-check --gpus 0 --clean-containers --json"]),
     "container-flags": ("", ["docker run $(ghbuild container-flags) rocm/dev-ubuntu-24.04 rocminfo",
@@ -290,12 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _init_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "init", help="adopt ghbuild here: write ghbuild.toml and .github/workflows/images.yml, print the "
-                     "Dockerfile lines for sccache",
-        description="Run at the root of a repository: writes ghbuild.toml (an image per Dockerfile found, its last "
-                    "stage as target, the canonical repository from the git remote 'origin') and the caller "
-                    "workflow .github/workflows/images.yml pinned to the ghbuild commit running this; then prints "
-                    "what each compile step of each Dockerfile needs for sccache. Edits no Dockerfile; overwrites "
-                    "nothing without --force.")
+                     "Dockerfile lines for sccache")
     p.add_argument("--diff", action="store_true", help="print the Dockerfile changes as a patch (for `git apply`)")
     p.add_argument("--force", action="store_true", help="overwrite ghbuild.toml and images.yml if they exist")
     p.add_argument("--platform", action="append", metavar="OS/ARCH",

@@ -121,6 +121,8 @@ PINNED_RUNTIMES = {
     ("docker/login-action", "4907a6ddec9925e35a0a9e82d7399ccc52663121"): ("v4.1.0", "node24"),
     ("actions/upload-artifact", "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"): ("v7.0.0", "node24"),
     ("actions/download-artifact", "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"): ("v8.0.1", "node24"),
+    # a composite action that runs a container: no Node runtime
+    ("pypa/gh-action-pypi-publish", "76f52bc884231f62b9a034ebfe128415bbaabdfc"): ("v1.12.4", "composite"),
     # Releases that run on Node 20, kept so that going back to one fails with the reason.
     ("docker/login-action", "5e57cd118135c172c3672efd75eb46360885c0ef"): ("v3.6.0", "node20"),
     ("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02"): ("v4.6.2", "node20"),
