@@ -436,3 +436,14 @@ except KeyboardInterrupt:
     assert lease["dev.ghbuild.lease.token"] == ""
     again = run_nightly(options(host, host), commit, records, commit_time=9000, wait=1.0)
     assert tags_of(reg, "hub/app")["nightly"] == published(again)["nightly"]
+
+
+def test_a_multi_image_nightly_moves_each_rank_for_every_image_before_the_next(reg, registry_url, proxy):
+    host = host_of(registry_url)
+    commit = sha("MM")
+    records = stage(reg, host, commit, images=("app", "app2"))
+    run_nightly(options(host, proxy.host, images=("app", "app2")), commit, records, images=("app", "app2"))
+    puts = [e.path.split("/")[-3] + ":" + e.path.rpartition("/")[2] for e in proxy.log
+            if e.method == "PUT" and "/manifests/" in e.path and "sha256:" not in e.path and LEASE_TAG not in e.path]
+    assert puts == [f"app:nightly-{commit}", f"app2:nightly-{commit}", "app:nightly-x86_64", "app:nightly-arm64",
+                    "app2:nightly-x86_64", "app2:nightly-arm64", "app:nightly", "app2:nightly"]
