@@ -43,8 +43,18 @@ def _context_flags(p: argparse.ArgumentParser) -> None:
                    help="whether GitHub protects the ref (default: GITHUB_REF_PROTECTED)")
 
 
+def _names(text: str) -> list[str]:
+    """One --image / --platform value: names separated by commas or spaces (a workflow passes one input);
+    a value that names nothing is refused, not read as "every image"."""
+    names = text.replace(",", " ").split()
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing (give one or more names separated by commas "
+                                         "or spaces, or leave the flag out)")
+    return names
+
+
 def _selection_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--image", action="append", metavar="NAME",
+    p.add_argument("--image", action="append", type=_names, metavar="NAME",
                    help="only this image (repeatable; a comma or space separated list works too)")
     p.add_argument("--arch", action="append", choices=("amd64", "arm64"), help="only this arch (repeatable)")
 
@@ -60,9 +70,9 @@ def _base_flags(p: argparse.ArgumentParser) -> None:
 def _published_flags(p: argparse.ArgumentParser) -> None:
     """publish and prune: the images published per commit."""
     p.add_argument("--config", metavar="PATH", help="config file")
-    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space "
-                                                                  "list; default: every image that is not "
-                                                                  "content-addressed)")
+    p.add_argument("--image", action="append", type=_names, metavar="NAME",
+                   help="only this image (repeatable or a comma/space list; default: every image that is not "
+                        "content-addressed)")
 
 
 def _positive(text: str) -> float:
@@ -304,7 +314,7 @@ def _init_parser(subparsers) -> None:
                      "Dockerfile lines for sccache")
     p.add_argument("--diff", action="store_true", help="print the Dockerfile changes as a patch (for `git apply`)")
     p.add_argument("--force", action="store_true", help="overwrite ghbuild.toml and images.yml if they exist")
-    p.add_argument("--platform", action="append", metavar="OS/ARCH",
+    p.add_argument("--platform", action="append", type=_names, metavar="OS/ARCH",
                    help="platforms of every image (repeatable or a comma list; default linux/amd64,linux/arm64)")
     p.add_argument("--pin", metavar="OWNER/NAME@SHA",
                    help="the ghbuild the workflow calls (default: the commit this ghbuild was installed from)")
@@ -369,12 +379,12 @@ def _overrides(args: argparse.Namespace):
                      ref_protected=None if args.ref_protected is None else args.ref_protected == "true")
 
 
-def _image_names(values: list[str] | None) -> list[str] | None:
-    """--image a --image b, --image a,b and --image "a b" (a workflow passes one input) all mean [a, b]."""
+def _listed(values: list[list[str]] | None) -> list[str] | None:
+    """--image a --image b, --image a,b and --image "a b" all mean [a, b] (each value split by _names);
+    None when the flag was not given."""
     if not values:
         return None
-    names = [name for value in values for name in value.replace(",", " ").split()]
-    return list(dict.fromkeys(names)) or None
+    return list(dict.fromkeys(name for names in values for name in names))
 
 
 def _log(message: str) -> None:
@@ -430,7 +440,7 @@ def _load_base(args: argparse.Namespace):
 
 def _published_images(args: argparse.Namespace, options, command: str) -> list[str]:
     """The images publish/prune work on: those named, else every image that is built per commit."""
-    names = _image_names(args.image)
+    names = _listed(args.image)
     for name in names or []:
         if name not in options.images:
             raise UsageError(f"--image {name}: no such image (known: {', '.join(options.images)})")
@@ -471,7 +481,7 @@ def _registries():
 def cmd_plan(args: argparse.Namespace) -> int:
     from ghbuild import render
 
-    _, plan = _load(args, _image_names(args.image), args.arch)
+    _, plan = _load(args, _listed(args.image), args.arch)
     gha.add_summary(render.plan_summary(plan))
     print(json.dumps(plan.to_dict(), indent=2) if args.json else render.plan_table(plan))
     return 0
@@ -480,7 +490,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from ghbuild import render
 
-    options, plan = _load(args, _image_names(args.image), args.arch)
+    options, plan = _load(args, _listed(args.image), args.arch)
     gha.add_summary(render.plan_summary(plan))   # why a run is (un)trusted shows in CI, not only in the log
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
     if args.identities and identities:   # I/O (git, registries), so only on request: the plan job asks for it
@@ -674,7 +684,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from ghbuild import init
 
-    platforms = tuple(_image_names(args.platform) or init.DEFAULT_PLATFORMS)
+    platforms = tuple(_listed(args.platform) or init.DEFAULT_PLATFORMS)
     pin = init.toolkit_pin(args.pin)
     adoption = init.adopt(Path.cwd(), pin, platforms)
     for path in init.write(adoption, args.force):
