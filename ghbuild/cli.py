@@ -117,6 +117,7 @@ RECORDS_HELP = ("the trusted build's records: the build workflow's `digests` out
 
 # Per command: what it does (the --help description, where none is set with the parser) and examples.
 # Every command has an entry; tests/test_cli.py checks that each --help shows both.
+COMPLETION_SHELLS = ("bash", "zsh")
 _LOCAL = "--event push --repository org/project --ref main --default-branch main"
 COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
     "plan": ("Shows what this event builds (image x arch), on which runners, with which caches and tags, and the "
@@ -170,6 +171,11 @@ COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
                   "is set.",
                   ["ghbuild overrides 'sccache.bucket=my-bucket'",
                    "ghbuild overrides \"$(printf 'sccache.bucket=b\\nregistries.publish=docker.io/me/{image}')\""]),
+    "completion": ("Prints the shell completion script of ghbuild (commands, flags, their choices, file names), "
+                   "generated from this command line by shtab: a static script, so no Python starts while you "
+                   "type. Write it where your shell loads completions from.",
+                   ["ghbuild completion bash > ~/.local/share/bash-completion/completions/ghbuild",
+                    "ghbuild completion zsh > \"${fpath[1]}/_ghbuild\""]),
     "runner-check": ("", ["ghbuild runner-check --gpus 2 --min-free-disk 100GB",
                           "ghbuild runner-check --gpus 0 --clean-containers --json"]),
     "container-flags": ("", ["docker run $(ghbuild container-flags) rocm/dev-ubuntu-24.04 rocminfo",
@@ -303,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "the job's later steps (the reusable workflows' `overrides` input)")
     p.add_argument("lines", metavar="TEXT", help="KEY=VALUE lines; KEY a config key (sccache.bucket) or its variable")
     p.add_argument("--config", metavar="PATH", help="config file")
+    p = sub.add_parser("completion", help="print the shell completion script (bash or zsh)")
+    p.add_argument("shell", choices=COMPLETION_SHELLS, help="the shell to complete in")
     _runner_parsers(sub)
     _describe_all(sub)
     return parser
@@ -698,6 +706,28 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab   # here only: no other command pays for the import
+
+    parser = build_parser()
+    _for_completion(parser, {"PATH": shtab.FILE, "FILE": shtab.FILE, "DIR": shtab.DIRECTORY})
+    print(shtab.complete(parser, shell=args.shell), end="")
+    return 0
+
+
+def _for_completion(parser: argparse.ArgumentParser, by_metavar: dict[str, dict[str, str]]) -> None:
+    """Ready a parser for shtab: arguments whose metavar names a file or a folder complete file or folder
+    names (shtab's `complete` attribute), and a command's menu entry is its one-line help (shtab would
+    take the first line of its wrapped description, cut mid-sentence)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.description = None
+                _for_completion(sub, by_metavar)
+        elif action.metavar in by_metavar:
+            action.complete = by_metavar[action.metavar]
+
+
 def cmd_overrides(args: argparse.Namespace) -> int:
     from ghbuild import overrides
 
@@ -765,7 +795,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
             "ensure-base": cmd_ensure_base, "digests": cmd_digests, "publish": cmd_publish, "prune": cmd_prune,
-            "schema": cmd_schema, "init": cmd_init, "overrides": cmd_overrides,
+            "schema": cmd_schema, "init": cmd_init, "overrides": cmd_overrides, "completion": cmd_completion,
             "runner-check": cmd_runner_check,
             "container-flags": cmd_container_flags,
             "diagnose": cmd_diagnose}
