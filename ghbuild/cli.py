@@ -43,8 +43,18 @@ def _context_flags(p: argparse.ArgumentParser) -> None:
                    help="whether GitHub protects the ref (default: GITHUB_REF_PROTECTED)")
 
 
+def _names(text: str) -> list[str]:
+    """One --image / --platform value: names separated by commas or spaces (a workflow passes one input);
+    a value that names nothing is refused, not read as "every image"."""
+    names = text.replace(",", " ").split()
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing (give one or more names separated by commas "
+                                         "or spaces, or leave the flag out)")
+    return names
+
+
 def _selection_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--image", action="append", metavar="NAME",
+    p.add_argument("--image", action="append", type=_names, metavar="NAME",
                    help="only this image (repeatable; a comma or space separated list works too)")
     p.add_argument("--arch", action="append", choices=("amd64", "arm64"), help="only this arch (repeatable)")
 
@@ -60,9 +70,9 @@ def _base_flags(p: argparse.ArgumentParser) -> None:
 def _published_flags(p: argparse.ArgumentParser) -> None:
     """publish and prune: the images published per commit."""
     p.add_argument("--config", metavar="PATH", help="config file")
-    p.add_argument("--image", action="append", metavar="NAME", help="only this image (repeatable or a comma/space "
-                                                                  "list; default: every image that is not "
-                                                                  "content-addressed)")
+    p.add_argument("--image", action="append", type=_names, metavar="NAME",
+                   help="only this image (repeatable or a comma/space list; default: every image that is not "
+                        "content-addressed)")
 
 
 def _positive(text: str) -> float:
@@ -107,6 +117,7 @@ RECORDS_HELP = ("the trusted build's records: the build workflow's `digests` out
 
 # Per command: what it does (the --help description, where none is set with the parser) and examples.
 # Every command has an entry; tests/test_cli.py checks that each --help shows both.
+COMPLETION_SHELLS = ("bash", "zsh")
 _LOCAL = "--event push --repository org/project --ref main --default-branch main"
 COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
     "plan": ("Shows what this event builds (image x arch), on which runners, with which caches and tags, and the "
@@ -160,6 +171,11 @@ COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
                   "is set.",
                   ["ghbuild overrides 'sccache.bucket=my-bucket'",
                    "ghbuild overrides \"$(printf 'sccache.bucket=b\\nregistries.publish=docker.io/me/{image}')\""]),
+    "completion": ("Prints the shell completion script of ghbuild (commands, flags, their choices, file names), "
+                   "generated from this command line by shtab: a static script, so no Python starts while you "
+                   "type. Write it where your shell loads completions from.",
+                   ["ghbuild completion bash > ~/.local/share/bash-completion/completions/ghbuild",
+                    "ghbuild completion zsh > \"${fpath[1]}/_ghbuild\""]),
     "runner-check": ("", ["ghbuild runner-check --gpus 2 --min-free-disk 100GB",
                           "ghbuild runner-check --gpus 0 --clean-containers --json"]),
     "container-flags": ("", ["docker run $(ghbuild container-flags) rocm/dev-ubuntu-24.04 rocminfo",
@@ -293,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "the job's later steps (the reusable workflows' `overrides` input)")
     p.add_argument("lines", metavar="TEXT", help="KEY=VALUE lines; KEY a config key (sccache.bucket) or its variable")
     p.add_argument("--config", metavar="PATH", help="config file")
+    p = sub.add_parser("completion", help="print the shell completion script (bash or zsh)")
+    p.add_argument("shell", choices=COMPLETION_SHELLS, help="the shell to complete in")
     _runner_parsers(sub)
     _describe_all(sub)
     return parser
@@ -304,7 +322,7 @@ def _init_parser(subparsers) -> None:
                      "Dockerfile lines for sccache")
     p.add_argument("--diff", action="store_true", help="print the Dockerfile changes as a patch (for `git apply`)")
     p.add_argument("--force", action="store_true", help="overwrite ghbuild.toml and images.yml if they exist")
-    p.add_argument("--platform", action="append", metavar="OS/ARCH",
+    p.add_argument("--platform", action="append", type=_names, metavar="OS/ARCH",
                    help="platforms of every image (repeatable or a comma list; default linux/amd64,linux/arm64)")
     p.add_argument("--pin", metavar="OWNER/NAME@SHA",
                    help="the ghbuild the workflow calls (default: the commit this ghbuild was installed from)")
@@ -369,12 +387,12 @@ def _overrides(args: argparse.Namespace):
                      ref_protected=None if args.ref_protected is None else args.ref_protected == "true")
 
 
-def _image_names(values: list[str] | None) -> list[str] | None:
-    """--image a --image b, --image a,b and --image "a b" (a workflow passes one input) all mean [a, b]."""
+def _listed(values: list[list[str]] | None) -> list[str] | None:
+    """--image a --image b, --image a,b and --image "a b" all mean [a, b] (each value split by _names);
+    None when the flag was not given."""
     if not values:
         return None
-    names = [name for value in values for name in value.replace(",", " ").split()]
-    return list(dict.fromkeys(names)) or None
+    return list(dict.fromkeys(name for names in values for name in names))
 
 
 def _log(message: str) -> None:
@@ -430,7 +448,7 @@ def _load_base(args: argparse.Namespace):
 
 def _published_images(args: argparse.Namespace, options, command: str) -> list[str]:
     """The images publish/prune work on: those named, else every image that is built per commit."""
-    names = _image_names(args.image)
+    names = _listed(args.image)
     for name in names or []:
         if name not in options.images:
             raise UsageError(f"--image {name}: no such image (known: {', '.join(options.images)})")
@@ -471,7 +489,7 @@ def _registries():
 def cmd_plan(args: argparse.Namespace) -> int:
     from ghbuild import render
 
-    _, plan = _load(args, _image_names(args.image), args.arch)
+    _, plan = _load(args, _listed(args.image), args.arch)
     gha.add_summary(render.plan_summary(plan))
     print(json.dumps(plan.to_dict(), indent=2) if args.json else render.plan_table(plan))
     return 0
@@ -480,7 +498,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from ghbuild import render
 
-    options, plan = _load(args, _image_names(args.image), args.arch)
+    options, plan = _load(args, _listed(args.image), args.arch)
     gha.add_summary(render.plan_summary(plan))   # why a run is (un)trusted shows in CI, not only in the log
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
     if args.identities and identities:   # I/O (git, registries), so only on request: the plan job asks for it
@@ -674,7 +692,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from ghbuild import init
 
-    platforms = tuple(_image_names(args.platform) or init.DEFAULT_PLATFORMS)
+    platforms = tuple(_listed(args.platform) or init.DEFAULT_PLATFORMS)
     pin = init.toolkit_pin(args.pin)
     adoption = init.adopt(Path.cwd(), pin, platforms)
     for path in init.write(adoption, args.force):
@@ -686,6 +704,28 @@ def cmd_init(args: argparse.Namespace) -> int:
         for line in item.skipped:
             _log(f"ghbuild init: {line}")
     return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab   # here only: no other command pays for the import
+
+    parser = build_parser()
+    _for_completion(parser, {"PATH": shtab.FILE, "FILE": shtab.FILE, "DIR": shtab.DIRECTORY})
+    print(shtab.complete(parser, shell=args.shell), end="")
+    return 0
+
+
+def _for_completion(parser: argparse.ArgumentParser, by_metavar: dict[str, dict[str, str]]) -> None:
+    """Ready a parser for shtab: arguments whose metavar names a file or a folder complete file or folder
+    names (shtab's `complete` attribute), and a command's menu entry is its one-line help (shtab would
+    take the first line of its wrapped description, cut mid-sentence)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.description = None
+                _for_completion(sub, by_metavar)
+        elif action.metavar in by_metavar:
+            action.complete = by_metavar[action.metavar]
 
 
 def cmd_overrides(args: argparse.Namespace) -> int:
@@ -755,7 +795,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identity": cmd_identity,
             "ensure-base": cmd_ensure_base, "digests": cmd_digests, "publish": cmd_publish, "prune": cmd_prune,
-            "schema": cmd_schema, "init": cmd_init, "overrides": cmd_overrides,
+            "schema": cmd_schema, "init": cmd_init, "overrides": cmd_overrides, "completion": cmd_completion,
             "runner-check": cmd_runner_check,
             "container-flags": cmd_container_flags,
             "diagnose": cmd_diagnose}

@@ -588,7 +588,7 @@ def _check_template(template: str, key: str, where: _Where) -> None:
         if placeholder not in _PLACEHOLDERS:
             raise where.error(key, f"unknown placeholder {{{placeholder}}} (known: {{image}}, {{owner}})")
     try:
-        naming.validate_repository(expand_repository(template, "image", "owner"))
+        naming.validate_repository(expand_repository(template, "image", "owner"), where="")
     except InvalidReferenceError as exc:
         raise where.error(key, str(exc)) from None
 

@@ -91,12 +91,28 @@ def validate_tag(tag: str, where: str = "tag") -> str:
 
 
 def validate_repository(name: str, where: str = "repository") -> str:
-    """An image repository without tag or digest, e.g. ghcr.io/org/ci or 127.0.0.1:5000/x/y."""
+    """An image repository without tag or digest, e.g. ghcr.io/org/ci or 127.0.0.1:5000/x/y.
+
+    A first component is a registry host only when it looks like one (a `.`, a `:port`, or localhost), as
+    split_reference and Docker read it; otherwise it is a path component and must be lower-case: the
+    grammar alone would take `UPPER/x` as a registry named UPPER. `where` prefixes the message ("": none)."""
+    where = f"{where}: " if where else ""
     if not name or len(name) > 255 or not _REPOSITORY_RE.match(name):
         raise InvalidReferenceError(
-            f"{where}: {name!r} is not a valid image repository "
+            f"{where}{name!r} is not a valid image repository "
             "(lower-case path components, optional registry host, no tag)")
+    first, slash, _ = name.partition("/")
+    if slash and not _is_host(first) and first != first.lower():
+        raise InvalidReferenceError(
+            f"{where}{name!r} starts with {first!r}, which is neither a registry host (a host has a '.' or a "
+            f"':port', or is localhost) nor a repository path (lower-case only): write {first.lower()!r} or a "
+            "registry host")
     return name
+
+
+def _is_host(component: str) -> bool:
+    """Whether the first component of a name is a registry host (Docker's rule, also split_reference's)."""
+    return "." in component or ":" in component or component == "localhost"
 
 
 def is_digest_ref(ref: str) -> bool:
@@ -147,7 +163,7 @@ def split_reference(ref: str) -> tuple[str, str, str]:
         colon = name.rfind(":")
         name, tag = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
     first, _, rest = name.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
+    if rest and _is_host(first):
         return first, rest, tag
     return "docker.io", name, tag
 

@@ -51,6 +51,8 @@ BAD_FLAGS = [
     ["runner-check", "--rocminfo-timeout", "nan"], ["container-flags", "--gid", "abc"],
     ["container-flags", "--gid", "5", "--shm-size", "; rm -rf /"], ["diagnose", "--out", "/etc/ghbuild"],
     ["diagnose", "--out", "../outside"], ["diagnose", "--total-timeout", "-1"],
+    ["plan", *CONTEXT, "--image", ",,"], ["matrix", *CONTEXT, "--image", " "], ["prune", "--image", ","],
+    ["publish", "nightly", "--dry-run", "--image", ",", *CONTEXT], ["init", "--platform", ","],
 ]
 
 BAD_FILES = {
@@ -69,7 +71,7 @@ BAD_VALUES = [
     'size-budget = "huge"', "size-budget = -1", 'stage-budgets = { x = "lots" }', 'platforms = ["linux/s390"]',
     'platforms = "linux/amd64"', "platforms = []", "runners.amd64 = []", 'runners.amd64 = ["a b"]',
     "build-args = { X = 1 }", 'build-args = { "bad name" = "x" }', 'build-args = { GITHUB_TOKEN = "x" }',
-    'staging = "{nope}/x"', 'staging = "UPPER/Case"', 'dockerfile = "../../etc/passwd"', 'context = "/"',
+    'staging = "{nope}/x"', 'staging = "UPPER/Case"', 'staging = "UPPER/{image}"', 'dockerfile = "../../etc/passwd"', 'context = "/"',
     'base = "nope"', "identity = { version = 1 }", 'target = ""', 'dockerfle = "x"', "dockerfile = 3",
 ]
 BAD_TOP_LEVEL = [
@@ -154,3 +156,45 @@ def test_bad_ghbuild_variables(project, env):
 @pytest.mark.parametrize("env", BAD_GITHUB_ENV, ids=lambda e: json.dumps(e)[:60])
 def test_bad_github_variables(project, env):
     assert_one_line_error(project, "matrix", env=env)
+
+
+def error_line(result) -> str:
+    return [line for line in result.stderr.splitlines() if line.startswith("ghbuild: ")][-1]
+
+
+@pytest.mark.parametrize(("where", "env"), [
+    ("registries.staging", None), ("images.app.staging", None),
+    ("GHBUILD_REGISTRIES_STAGING (overrides registries.staging)", {"GHBUILD_REGISTRIES_STAGING": "UPPER/{image}"}),
+])
+def test_an_upper_case_owner_is_not_taken_for_a_registry_host(project, where, env):
+    """`UPPER/{image}` matches the reference grammar only as host UPPER, which is no host: refused up front,
+    naming the key (or variable) and the component, instead of a push to a registry that does not exist."""
+    config = GOOD_CONFIG
+    if where == "registries.staging":
+        config = config.replace("ghcr.io/{owner}/ci-{image}", "UPPER/{image}")
+    elif where == "images.app.staging":
+        config += 'staging = "UPPER/{image}"\n'
+    (project / "ghbuild.toml").write_text(config, "utf-8")
+    result = run_in_process(project, *PLAN, env=env)
+    line = error_line(result)
+    assert result.returncode == 3, result.stderr
+    assert line.startswith("ghbuild: config error: ") and f"{where}: 'UPPER/image' starts with 'UPPER'" in line
+    assert "neither a registry host" in line and "write 'upper'" in line
+
+
+@pytest.mark.parametrize("value", [",,", ",", " ", ""])
+def test_an_image_list_naming_nothing_is_refused_not_read_as_every_image(project, value):
+    result = run_in_process(project, *PLAN, "--image", value)
+    assert result.returncode == 2, result.stdout
+    assert error_line(result) == (f"ghbuild: usage error: argument --image: {value!r} names nothing (give one or "
+                                  "more names separated by commas or spaces, or leave the flag out) "
+                                  "(see 'ghbuild plan --help')")
+    assert result.stdout == ""
+
+
+def test_an_image_list_with_empty_entries_keeps_its_names(project):
+    """Only a value that names nothing is refused: `app,,` still means app (stray separators from a
+    workflow input are harmless)."""
+    result = run_in_process(project, *PLAN, "--json", "--image", "app,,", "--image", " app")
+    assert result.returncode == 0, result.stderr
+    assert [job["image"] for job in json.loads(result.stdout)["jobs"]] == ["app"]

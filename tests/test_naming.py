@@ -189,7 +189,9 @@ def test_valid_repositories(name):
 @pytest.mark.parametrize(
     "name",
     ["", "ghcr.io/Org/ci", "ghcr.io/org/ci:tag", "ghcr.io/org/ci@sha256:" + "0" * 64, "ghcr.io//x",
-     "ghcr.io/org/ci\n", "ghcr.io/org/ci ", "-x/y", "x/y-", "a" * 256],
+     "ghcr.io/org/ci\n", "ghcr.io/org/ci ", "-x/y", "x/y-", "a" * 256,
+     # not a host (no '.', no port, not localhost), so a path component: Docker reads it as neither
+     "UPPER/ci", "Org/img", "LOCALHOST/x"],
 )
 def test_invalid_repositories(name):
     with pytest.raises(InvalidReferenceError):
