@@ -17,6 +17,8 @@ DEFAULT_RUNNERS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "arm64": ("ubuntu-24.04-arm",),
 })
 DEFAULT_ARCH_SUFFIXES: Mapping[str, str] = MappingProxyType({"amd64": "x86_64", "arm64": "arm64"})
+# The sccache helper image ghbuild publishes (docker/sccache-helper); its tag is the wrapper's contract version.
+DEFAULT_SCCACHE_HELPER_IMAGE = "ghcr.io/ghbuild/ghbuild-sccache:1"
 _SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
                "t": 10**12, "tb": 10**12, "ki": 2**10, "kib": 2**10, "mi": 2**20, "mib": 2**20, "gi": 2**30,
                "gib": 2**30, "ti": 2**40, "tib": 2**40}
@@ -98,6 +100,7 @@ class SccacheOptions:
     region: str | None = None
     endpoint: str | None = None
     key_prefix: str = "sccache"
+    helper_image: str = DEFAULT_SCCACHE_HELPER_IMAGE
 
 
 @dataclass(frozen=True)
