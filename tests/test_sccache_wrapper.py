@@ -296,3 +296,12 @@ def test_the_helper_image_can_be_set_from_the_environment(tmp_path):
     options = config.load(None, {"GHBUILD_SCCACHE_HELPER_IMAGE": "127.0.0.1:5000/x/h:1"}, tmp_path)
     assert options.sccache.helper_image == "127.0.0.1:5000/x/h:1"
     assert config.load(None, {}, tmp_path).sccache.helper_image == "ghcr.io/ghbuild/ghbuild-sccache:1"
+
+
+def test_empty_settings_never_reach_the_server(helper, tmp_path):
+    """An empty SCCACHE_ENDPOINT made sccache fail at start: empty values stay unset."""
+    secret = "GHBUILD_SCCACHE_MODE=anonymous\nSCCACHE_BUCKET=b\nSCCACHE_ENDPOINT=\nSCCACHE_REGION=\n"
+    proc = run(helper, tmp_path, "true", secret=secret)
+    assert proc.returncode == 0, proc.stderr
+    start = (tmp_path / "sccache.log").read_text().splitlines()[0]
+    assert "bucket=b endpoint=unset" in start and "anon=true" in start

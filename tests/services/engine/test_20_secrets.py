@@ -115,18 +115,19 @@ def test_no_secret_in_image_history(session, first_build, cpp_stage_build):
         for secret in session.secrets:
             assert secret not in text, f"secret in `docker history --no-trunc {image}`"
         assert "AWS_SECRET_ACCESS_KEY" not in text and "AWS_SESSION_TOKEN" not in text
-    # Sanity: the history of the compile stage does show its (non-secret) sccache build args.
+    # Sanity: the history of the compile stage does show its wrapped step, and no sccache setting at all
+    # (they travel in the secret with the credentials, never as build args).
     cpp_history = history(session, cpp_stage_build[1]["image_id"])
-    assert "GHBUILD_SCCACHE_MODE=read-write" in cpp_history
-    assert f"SCCACHE_S3_KEY_PREFIX={session.key_prefix}" in cpp_history
+    assert "ghbuild-sccache run cpp --" in cpp_history
+    assert "GHBUILD_SCCACHE_MODE" not in cpp_history and session.key_prefix not in cpp_history
 
 
 def test_command_passes_credentials_only_as_a_secret(first_build, session):
     command = first_build.report["command"]
-    assert "--secret id=sccache_aws,src=" in command
+    assert "--secret id=ghbuild_sccache,src=" in command
     for secret in session.secrets:
         assert secret not in command
-    assert "AWS_" not in command.replace("sccache_aws", "")
+    assert "AWS_" not in command and "SCCACHE_S3" not in command and session.key_prefix not in command
 
 
 # --------------------------------------------------------------------------- GitHub Actions run
