@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ghbuild import audit, buildcmd, buildlog, docker_client, dockerfile, gha, naming, sccache
-from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
+from ghbuild.errors import BudgetError, ConfigError, EngineError, GhbuildError, InvalidReferenceError
 from ghbuild.options import ImageOptions, Options
 from ghbuild.planner import Job, Plan
 
@@ -145,9 +145,10 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     job = _job(plan, request)
     image = options.images[job.image]
     stages = _dockerfile_stages(options, job)
-    helper = _helper_image(options, job, request, env, registries)
+    helper, helper_note = _helper_image(options, job, request, env, registries)
     base_image = _base_image(options, image, job, request)
     push, warnings = _push(plan, job, request)
+    warnings += [helper_note] if helper_note else []
     client = _client(env, request)
     decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
                                                                            _credentials_refusal(plan), env)
@@ -289,15 +290,14 @@ _HELPER_ARG_RE = re.compile(rf"^\s*ARG\s+{sccache.HELPER_BUILD_ARG}(?:=|\s|$)", 
 
 
 def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mapping[str, str],
-                  registries: Callable[[str], Any] | None) -> str | None:
-    """GHBUILD_SCCACHE_IMAGE for a Dockerfile that declares it: sccache.helper-image pinned to its digest
-    (a dry run shows it as configured). None for a Dockerfile without the contract."""
+                  registries: Callable[[str], Any] | None) -> tuple[str | None, str | None]:
+    """GHBUILD_SCCACHE_IMAGE for a Dockerfile that declares it, and a note: sccache.helper-image pinned to its
+    digest. A dry run that cannot ask the registry shows it as configured and says so. (None, None) for a
+    Dockerfile without the contract."""
     preamble, _ = dockerfile.parse(options.project_dir / job.dockerfile)
     if not _HELPER_ARG_RE.search(preamble):
-        return None
+        return None, None
     ref = options.sccache.helper_image
-    if request.dry_run:
-        return ref
     if registries is None:
         from ghbuild import registry
 
@@ -312,7 +312,12 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
                               "published helper, or build one from docker/sccache-helper)")
         return desc.digest
 
-    return sccache.helper_reference(ref, resolve)
+    if not request.dry_run:
+        return sccache.helper_reference(ref, resolve), None
+    try:
+        return sccache.helper_reference(ref, resolve), None
+    except GhbuildError as exc:
+        return ref, f"dry run: sccache.helper-image not pinned to a digest ({exc}); shown as configured"
 
 
 def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient, push: bool,

@@ -259,20 +259,28 @@ CONTRACT = ("ARG GHBUILD_SCCACHE_IMAGE=ghcr.io/ghbuild/ghbuild-sccache:1\nFROM $
 def test_the_helper_is_pinned_to_its_digest_for_a_dockerfile_that_declares_it(tmp_path):
     options, job = _project(tmp_path, CONTRACT)
     registry = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST})
-    ref = build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, lambda host: registry)
+    ref, note = build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, lambda host: registry)
     assert ref == f"ghcr.io/ghbuild/ghbuild-sccache@{DIGEST}" and registry.asked == [("ghbuild/ghbuild-sccache", "1")]
-    # A dry run shows the configured reference and asks nothing.
-    assert build._helper_image(options, job, SimpleNamespace(dry_run=True), {}, None) == "ghcr.io/ghbuild/ghbuild-sccache:1"
+    assert note is None
+    # A dry run shows the command a build would run: pinned too.
+    assert build._helper_image(options, job, SimpleNamespace(dry_run=True), {}, lambda host: registry)[0] == ref
+
+
+def test_a_dry_run_that_cannot_pin_the_helper_shows_it_as_configured_and_says_so(tmp_path):
+    options, job = _project(tmp_path, CONTRACT)
+    ref, note = build._helper_image(options, job, SimpleNamespace(dry_run=True), {}, lambda host: FakeRegistry({}))
+    assert ref == "ghcr.io/ghbuild/ghbuild-sccache:1"
+    assert note.startswith("dry run: sccache.helper-image not pinned to a digest (sccache.helper-image: ")
 
 
 def test_a_dockerfile_without_the_contract_gets_no_helper_and_no_registry_call(tmp_path):
     options, job = _project(tmp_path, "FROM debian\nRUN make\n")
-    assert build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, None) is None
+    assert build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, None) == (None, None)
 
 
 def test_a_digest_pinned_helper_is_taken_as_written(tmp_path):
     options, job = _project(tmp_path, CONTRACT, f'helper-image = "127.0.0.1:5000/me/helper@{DIGEST}"')
-    ref = build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, lambda host: pytest.fail("asked"))
+    ref, _ = build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, lambda host: pytest.fail("asked"))
     assert ref == f"127.0.0.1:5000/me/helper@{DIGEST}"
 
 
