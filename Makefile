@@ -77,6 +77,7 @@ demo: infra-up
 bench: infra-up
 	$(PY) bench/plan_startup.py
 	$(PY) bench/sccache_rebuild.py
+	$(PY) bench/sccache_wrapper.py
 
 # Local services (dockerd with BuildKit, staging and hub registries, S3, base images); idempotent.
 infra-up: venv

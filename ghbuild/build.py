@@ -1,8 +1,9 @@
 """`ghbuild build`: run one plan job as a real BuildKit build and report what happened.
 
-Order: plan the job, pick the sccache mode (S3 preflight), assemble the command, build, push,
-collect per-stage sccache stats (the Dockerfile's `ghbuild-stats` stage, exported with a cached
-second build), audit the layers, check budgets, report (stdout JSON, GITHUB_OUTPUT, job summary).
+Order: plan the job, pick the sccache mode (S3 preflight), pin the sccache helper image to its digest,
+assemble the command, build, push, read the per-stage sccache stats the wrapper printed into the build
+log (steps served by the layer cache reported as such), audit the layers, check budgets, report (stdout
+JSON, GITHUB_OUTPUT, job summary).
 """
 
 from __future__ import annotations
@@ -10,17 +11,19 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ghbuild import audit, buildcmd, buildlog, docker_client, dockerfile, gha, naming, sccache
-from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
+from ghbuild.errors import BudgetError, ConfigError, EngineError, GhbuildError, InvalidReferenceError
 from ghbuild.options import ImageOptions, Options
 from ghbuild.planner import Job, Plan
 
@@ -70,18 +73,16 @@ class BuildReport:
 
 # --------------------------------------------------------------------------- sccache stats
 
-def summarize_sccache(decision: sccache.SccacheDecision, stage_files: dict[str, dict], build_started: float,
-                      ) -> dict[str, Any]:
-    """Hits, misses and rate over all compile stages, plus each stage by language and why."""
+def summarize_sccache(decision: sccache.SccacheDecision, runs: buildlog.SccacheRuns) -> dict[str, Any]:
+    """Hits, misses and rate over the compile steps this build ran, plus each stage by language and why;
+    stages whose wrapped step the layer cache served are listed as such (they compiled nothing now)."""
     stages: dict[str, Any] = {}
     hits = misses = 0
-    for name, data in sorted(stage_files.items()):
+    for name, data in sorted(runs.stats.items()):
         stats = (data.get("sccache") or {}).get("stats") or {}
         stage_hits = dict((stats.get("cache_hits") or {}).get("counts") or {})
         stage_misses = dict((stats.get("cache_misses") or {}).get("counts") or {})
         h, m = sum(stage_hits.values()), sum(stage_misses.values())
-        # A stage whose layer came from the layer cache did not run in this build: its numbers are old.
-        from_layer_cache = float(data.get("finished") or 0) < build_started - 1
         stages[name] = {
             "mode": data.get("mode"), "requested_mode": data.get("requested_mode"),
             "fallbacks": [f for f in str(data.get("fallbacks") or "").split(",") if f],
@@ -93,12 +94,16 @@ def summarize_sccache(decision: sccache.SccacheDecision, stage_files: dict[str, 
             "read_errors": stats.get("cache_read_errors", 0),
             "compile_requests": stats.get("compile_requests", 0),
             "seconds": max(0, int(data.get("finished") or 0) - int(data.get("started") or 0)),
-            "from_layer_cache": from_layer_cache,
+            "from_layer_cache": False,
             "cache_location": (data.get("sccache") or {}).get("cache_location"),
         }
-        if not from_layer_cache:
-            hits += h
-            misses += m
+        hits += h
+        misses += m
+    for name in sorted(runs.cached):
+        stages[name] = {"mode": None, "requested_mode": None, "fallbacks": [], "hits": 0, "misses": 0,
+                        "hit_rate": None, "hits_by_language": {}, "misses_by_language": {}, "not_cacheable": 0,
+                        "not_cached_reasons": {}, "write_errors": 0, "read_errors": 0, "compile_requests": 0,
+                        "seconds": 0, "from_layer_cache": True, "cache_location": None}
     return {"mode": decision.mode, "reason": decision.reason, "hits": hits, "misses": misses,
             "hit_rate": round(hits / (hits + misses), 4) if hits + misses else None, "stages": stages}
 
@@ -132,13 +137,18 @@ class BuildContext:
     trusted: bool
 
 
-def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str]) -> BuildReport:
-    """Build one plan job: checks first, then the command, the build, the push, the stats and the audit."""
+def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str],
+        registries: Callable[[str], Any] | None = None) -> BuildReport:
+    """Build one plan job: checks first, then the command, the build, the push, the stats and the audit.
+    `registries`: host -> ghbuild.registry.Registry, for pinning the sccache helper (default: a client per
+    host with the credentials in `env`)."""
     job = _job(plan, request)
     image = options.images[job.image]
     stages = _dockerfile_stages(options, job)
+    helper, helper_note = _helper_image(options, job, request, env, registries)
     base_image = _base_image(options, image, job, request)
     push, warnings = _push(plan, job, request)
+    warnings += [helper_note] if helper_note else []
     client = _client(env, request)
     decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
                                                                            _credentials_refusal(plan), env)
@@ -152,7 +162,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     os.chmod(workdir, 0o700)
     try:
         secrets = _secret_files(decision, plan, workdir, write=not request.dry_run)
-        settings = _settings(plan, options, job, client, push, decision, base_image, secrets, workdir, env)
+        settings = _settings(plan, options, job, client, push, helper, base_image, secrets, workdir, env)
         command = buildcmd.build_command(job, settings)
         report = BuildReport(image=job.image, arch=job.arch, platform=job.platform, backend=client.backend,
                              target=job.target, command=command.display(), tags=list(job.tags),
@@ -166,17 +176,20 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             return report
         ctx = BuildContext(job, image, stages, settings, workdir, env, {**env, **command.env}, redact,
                            plan.trust.trusted)
-        build_started = time.time()
         try:
-            _build(report, ctx, client, options, command, echo=request.echo)
+            log_text = _build(report, ctx, client, options, command, echo=request.echo)
         finally:
             _forget_untrusted_cache_mounts(report, plan, client, options, env)
         _push_image(report, ctx, client, command, push)
-        report.sccache = summarize_sccache(decision, _read_stats(env, report.image_id), build_started)
+        runs = buildlog.sccache_runs(log_text)
+        report.sccache = summarize_sccache(decision, runs)
         for name, stage in report.sccache["stages"].items():
             if stage["fallbacks"]:
                 report.warnings.append(f"sccache in stage {name}: fell back from {', '.join(stage['fallbacks'])} "
                                        f"to {stage['mode']}")
+        for name in sorted(runs.unreadable):
+            report.warnings.append(f"sccache in stage {name}: the step ran but its stats line is not in the "
+                                   "build log (ghbuild-sccache-stats)")
         if report.image_id:
             _audit(report, ctx)
         for warning in report.warnings:
@@ -261,22 +274,56 @@ def _client(env: Mapping[str, str], request: BuildRequest) -> docker_client.Dock
 
 
 def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, write: bool) -> list[buildcmd.Secret]:
-    """The sccache credentials as a BuildKit secret file (0600, never a build arg), only for a run that
-    may be handed secrets; a dry run names the file without writing it."""
-    if not (decision.secret and plan.trust.secrets and plan.trust.trusted):
-        return []
-    secret_file = workdir / "sccache_aws"
+    """The sccache settings as the BuildKit secret `ghbuild_sccache` (0600, never a build arg): every build
+    gets the mode and bucket; the credentials only a trusted run that may be handed secrets. A dry run
+    names the file without writing it."""
+    secret_file = workdir / sccache.SECRET_ID
     if write:
         fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(decision.secret)
+            fh.write(decision.secret_text(with_credentials=plan.trust.secrets and plan.trust.trusted))
     return [buildcmd.Secret(sccache.SECRET_ID, secret_file)]
 
 
+# A Dockerfile that follows the sccache contract declares the helper's build arg before its first FROM.
+_HELPER_ARG_RE = re.compile(rf"^\s*ARG\s+{sccache.HELPER_BUILD_ARG}(?:=|\s|$)", re.IGNORECASE | re.MULTILINE)
+
+
+def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mapping[str, str],
+                  registries: Callable[[str], Any] | None) -> tuple[str | None, str | None]:
+    """GHBUILD_SCCACHE_IMAGE for a Dockerfile that declares it, and a note: sccache.helper-image pinned to its
+    digest. A dry run that cannot ask the registry shows it as configured and says so. (None, None) for a
+    Dockerfile without the contract."""
+    preamble, _ = dockerfile.parse(options.project_dir / job.dockerfile)
+    if not _HELPER_ARG_RE.search(preamble):
+        return None, None
+    ref = options.sccache.helper_image
+    if registries is None:
+        from ghbuild import registry
+
+        registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
+
+    def resolve(image: str) -> str:
+        host, repo, tag = naming.split_reference(image)
+        desc = registries(host).resolve(repo, tag)
+        if desc is None:
+            raise ConfigError(f"sccache.helper-image: {image} does not exist in its registry "
+                              f"(set {options.sources.get('sccache.helper-image', 'sccache.helper-image')} to a "
+                              "published helper, or build one from docker/sccache-helper)")
+        return desc.digest
+
+    if not request.dry_run:
+        return sccache.helper_reference(ref, resolve), None
+    try:
+        return sccache.helper_reference(ref, resolve), None
+    except GhbuildError as exc:
+        return ref, f"dry run: sccache.helper-image not pinned to a digest ({exc}); shown as configured"
+
+
 def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient, push: bool,
-              decision: sccache.SccacheDecision, base_image: str | None, secrets: list[buildcmd.Secret],
+              helper: str | None, base_image: str | None, secrets: list[buildcmd.Secret],
               workdir: Path, env: Mapping[str, str]) -> buildcmd.BuildSettings:
-    extra_args = dict(decision.build_args)
+    extra_args = {sccache.HELPER_BUILD_ARG: helper} if helper else {}
     if base_image:
         extra_args["BASE_IMAGE"] = base_image
     return buildcmd.BuildSettings(
@@ -291,8 +338,8 @@ def _settings(plan: Plan, options: Options, job: Job, client: docker_client.Dock
 
 
 def _build(report: BuildReport, ctx: BuildContext, client: docker_client.DockerClient, options: Options,
-           command: buildcmd.BuildCommand, echo: bool) -> None:
-    """Run the build; record its time, the per-stage timings from its log and the image id."""
+           command: buildcmd.BuildCommand, echo: bool) -> str:
+    """Run the build; record its time, the per-stage timings from its log and the image id. Returns the log."""
     if client.backend == "buildx":
         builder = options.build.builder
         if builder and "://" not in builder:
@@ -314,6 +361,7 @@ def _build(report: BuildReport, ctx: BuildContext, client: docker_client.DockerC
                      for name, t in buildlog.stage_timings(log_text).items()}
     iid = ctx.workdir / "iid"
     report.image_id = iid.read_text().strip() if iid.exists() else None
+    return log_text
 
 
 def _push_image(report: BuildReport, ctx: BuildContext, client: docker_client.DockerClient,
@@ -358,28 +406,6 @@ def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: dock
     failure = docker_client.prune_cache_mounts(client, builder, env)
     report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
-
-
-# Where an image built by ghbuild's Dockerfile contract keeps its per-stage stats: the final image
-# copies them to STATS_DIR; a compile stage built as the target has them in STAGE_STATS_DIR.
-STATS_DIR = "/usr/share/ghbuild/build-stats"
-STAGE_STATS_DIR = "/ghbuild/stats"
-
-
-def _read_stats(env: Mapping[str, str], image_id: str | None) -> dict[str, dict]:
-    """The per-stage sccache stats JSON files inside the built image, by stage."""
-    stats: dict[str, dict] = {}
-    for folder in (STATS_DIR, STAGE_STATS_DIR) if image_id else ():
-        for name, raw in (docker_client.image_files(env, image_id, folder, ".json") or {}).items():
-            try:
-                data = json.loads(raw.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                continue
-            if isinstance(data, dict):
-                stats[str(data.get("stage") or Path(name).stem)] = data
-        if stats:
-            break
-    return stats
 
 
 def _audit(report: BuildReport, ctx: BuildContext) -> None:

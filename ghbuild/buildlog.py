@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -49,3 +50,48 @@ def stage_timings(log_text: str) -> dict[str, StageTiming]:
             if stage:
                 stages[stage].seconds += float(match.group(2))
     return stages
+
+
+# The sccache wrapper (docker/sccache-helper/ghbuild-sccache) prints one stats line per wrapped step, and
+# its command line names the stage: `ghbuild-sccache run STAGE -- ...`.
+_WRAPPER_RUN_RE = re.compile(r"ghbuild-sccache run ([A-Za-z0-9._-]+) --")
+_WRAPPER_STATS_RE = re.compile(r"^#(\d+) (?:\d+(?:\.\d+)? )?ghbuild-sccache-stats (\{.*\})$")
+
+
+@dataclass
+class SccacheRuns:
+    stats: dict[str, dict] = field(default_factory=dict)    # stage -> the wrapper's stats (ran in this build)
+    cached: set[str] = field(default_factory=set)           # stages whose wrapped step came from the layer cache
+    unreadable: set[str] = field(default_factory=set)       # wrapped steps that ran but left no readable stats
+
+
+def sccache_runs(log_text: str) -> SccacheRuns:
+    """Per-stage sccache stats from the wrapper's lines in BuildKit's plain progress output, and the
+    wrapped steps the layer cache served (they ran in an earlier build: no stats, nothing compiled)."""
+    step_wrapped: dict[str, str] = {}
+    ran: set[str] = set()
+    runs = SccacheRuns()
+    for line in log_text.splitlines():
+        line = line.rstrip()
+        if match := _STEP_RE.match(line):
+            if wrapped := _WRAPPER_RUN_RE.search(match.group(5)):
+                step_wrapped[match.group(1)] = wrapped.group(1)
+        elif match := _CACHED_RE.match(line):
+            if match.group(1) in step_wrapped:
+                runs.cached.add(step_wrapped[match.group(1)])
+        elif match := _WRAPPER_STATS_RE.match(line):
+            try:
+                data = json.loads(match.group(2))
+            except ValueError:
+                data = None
+            stage = step_wrapped.get(match.group(1))
+            if isinstance(data, dict) and isinstance(data.get("stage"), str):
+                runs.stats[data["stage"]] = data
+            elif stage:
+                runs.unreadable.add(stage)
+        elif match := _DONE_RE.match(line):
+            if match.group(1) in step_wrapped:
+                ran.add(step_wrapped[match.group(1)])
+    runs.cached -= set(runs.stats)
+    runs.unreadable |= ran - set(runs.stats) - runs.cached
+    return runs

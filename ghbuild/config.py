@@ -21,7 +21,7 @@ from typing import Any
 from ghbuild import naming, sccache
 from ghbuild.errors import ConfigError, InvalidReferenceError
 from ghbuild.options import (
-    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, BuildOptions, IdentityOptions, ImageOptions, Options,
+    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, DEFAULT_SCCACHE_HELPER_IMAGE, BuildOptions, IdentityOptions, ImageOptions, Options,
     PublishOptions,
     RegistryOptions, SccacheOptions, TrustOptions, parse_size,
 )
@@ -455,6 +455,7 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
         region=sc.get("region") or None,
         endpoint=endpoint or None,
         key_prefix=sc.get("key-prefix", "sccache"),
+        helper_image=_helper_image(sc, where),
     )
 
     tr = data.get("trust", {})
@@ -485,6 +486,23 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
                       trust=trust, publish=publish, sources=sources)
     _check_repositories(options, where)
     return options
+
+
+def _helper_image(sc: dict[str, Any], where) -> str:
+    """An image reference with a tag or a digest (ghbuild pins a tag to its digest before each build)."""
+    ref = sc.get("helper-image") or DEFAULT_SCCACHE_HELPER_IMAGE
+    name, at, digest = ref.partition("@")
+    slash, colon = name.rfind("/"), name.rfind(":")
+    try:
+        if at:
+            if not naming.is_digest_ref(ref):
+                raise InvalidReferenceError(f"{ref!r} is not name@sha256:<64 hex>")
+        else:
+            naming.validate_repository(name[:colon] if colon > slash else name, "image")
+            naming.validate_tag(name[colon + 1:] if colon > slash else "latest")
+    except InvalidReferenceError as exc:
+        raise ConfigError(f"{where('sccache.helper-image')}: {exc}") from None
+    return ref
 
 
 def repository_root(folder: Path) -> Path:

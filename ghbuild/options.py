@@ -100,6 +100,7 @@ class SccacheOptions:
     region: str | None = None
     endpoint: str | None = None
     key_prefix: str = "sccache"
+    helper_image: str = DEFAULT_SCCACHE_HELPER_IMAGE
 
 
 @dataclass(frozen=True)

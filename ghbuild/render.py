@@ -179,7 +179,7 @@ def build_summary(report) -> str:
             langs = ", ".join(f"{md(lang)} {md(n)}/{md(_count(n) + _count(st['misses_by_language'].get(lang, 0)))}"
                               for lang, n in st["hits_by_language"].items()) or "-"
             note = " (layer cache: not rebuilt)" if st.get("from_layer_cache") else ""
-            lines.append(f"| {md(name)}{note} | {md(st['mode'])} | {md(st['hits'])} | {md(st['misses'])} "
+            lines.append(f"| {md(name)}{note} | {md(st['mode'] or '-')} | {md(st['hits'])} | {md(st['misses'])} "
                          f"| {_rate(st['hit_rate'])} | {langs} | {md(st['not_cacheable'])} | {md(st['write_errors'])} |")
         lines.append("")
     if report.stages:
@@ -209,7 +209,7 @@ def build_text(report) -> str:
              f"  image    {report.ref or report.image_id}",
              f"  sccache  {sc.get('mode')}: {sc.get('hits', 0)} hits, {sc.get('misses', 0)} misses ({_rate(sc.get('hit_rate'))})"]
     for name, st in (sc.get("stages") or {}).items():
-        lines.append(f"    {name:<10} {st['mode']:<10} hits {st['hits']:>4}  misses {st['misses']:>4}  {st['seconds']:>5}s"
+        lines.append(f"    {name:<10} {st['mode'] or '-':<10} hits {st['hits']:>4}  misses {st['misses']:>4}  {st['seconds']:>5}s"
                      + ("  (layer cache)" if st.get("from_layer_cache") else ""))
     if report.size is not None:
         lines.append(f"  size     {format_size(report.size)}")

@@ -1,7 +1,10 @@
 """sccache settings that must be right before anything reaches a build.
 
-Pure checks, the mode a dry run would get (`planned`), and the S3 preflight that picks the mode
-before a real build (`preflight`, boto3).
+Pure checks, the mode a dry run would get (`planned`), the S3 preflight that picks the mode
+before a real build (`preflight`, boto3), and what reaches the build: every setting (mode, bucket,
+region, endpoint, key prefix, credentials) as KEY=VALUE lines in the BuildKit secret `ghbuild_sccache`,
+never as a build arg, so a mode change never invalidates a layer; and the helper image, digest-pinned,
+as the build arg GHBUILD_SCCACHE_IMAGE (docker/sccache-helper reads the secret inside each RUN step).
 """
 
 from __future__ import annotations
@@ -52,26 +55,33 @@ def check_endpoint(value: str) -> str:
 # --------------------------------------------------------------------------- preflight
 
 MODES = ("read-write", "read-only", "anonymous", "local", "off")
-SECRET_ID = "sccache_aws"
+SECRET_ID = "ghbuild_sccache"
+HELPER_BUILD_ARG = "GHBUILD_SCCACHE_IMAGE"
 _CRED_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
 @dataclass(frozen=True)
 class SccacheDecision:
-    """What the build gets: a mode, why, the (non-secret) build args, and the secret file text."""
+    """What the build gets: a mode, why, the settings (not secret themselves) and the credential lines."""
 
     mode: str
     reason: str
-    build_args: dict[str, str]
-    secret: str | None = None          # env-file text for the BuildKit secret; never logged
+    settings: dict[str, str]
+    secret: str | None = None          # credential lines (env-file text); never logged
 
     @property
     def degraded(self) -> bool:
         return self.mode not in ("read-write", "off")
 
+    def secret_text(self, with_credentials: bool) -> str:
+        """The `ghbuild_sccache` secret: the settings, then the credentials when this run may have them."""
+        text = "".join(f"{k}={v}\n" for k, v in self.settings.items())
+        return text + (self.secret or "" if with_credentials else "")
 
-def build_args(options, mode: str) -> dict[str, str]:
-    """SCCACHE_* only when non-empty (an empty SCCACHE_ENDPOINT crashes sccache at start)."""
+
+def settings_for(options, mode: str) -> dict[str, str]:
+    """The settings for one mode, as the wrapper reads them. SCCACHE_* only when non-empty (an empty
+    SCCACHE_ENDPOINT crashes sccache at start)."""
     args = {"GHBUILD_SCCACHE_MODE": mode}
     if mode in ("read-write", "read-only", "anonymous"):
         values = {
@@ -92,7 +102,7 @@ def planned(options, refusal: str | None, env: Mapping[str, str]) -> SccacheDeci
     mode = "off" if not options.enabled else ("local" if not options.bucket else
                                               ("read-write" if creds else "anonymous"))
     reason = "dry run: S3 not probed" + (f"; {refusal}" if refusal and mode == "anonymous" else "")
-    return SccacheDecision(mode, reason, build_args(options, mode),
+    return SccacheDecision(mode, reason, settings_for(options, mode),
                            "(masked)" if creds and mode == "read-write" else None)
 
 
@@ -106,10 +116,10 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     the build always proceeds, and a degraded mode carries the cause in `reason`.
     """
     if not options.enabled:
-        return SccacheDecision("off", "sccache disabled in the config", build_args(options, "off"))
+        return SccacheDecision("off", "sccache disabled in the config", settings_for(options, "off"))
     if not options.bucket:
         return SccacheDecision("local", "no sccache bucket configured: local disk cache (lost with the builder)",
-                               build_args(options, "local"))
+                               settings_for(options, "local"))
     creds = {k: env.get(k, "") for k in _CRED_VARS}
     have_creds = bool(creds["AWS_ACCESS_KEY_ID"] and creds["AWS_SECRET_ACCESS_KEY"])
     if refusal is not None:
@@ -156,13 +166,13 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
                 pass
             else:
                 return SccacheDecision("anonymous", f"S3 refused the credentials ({cause}): anonymous read of "
-                                       f"bucket {options.bucket}", build_args(options, "anonymous"))
+                                       f"bucket {options.bucket}", settings_for(options, "anonymous"))
         return SccacheDecision("local", f"S3 bucket {options.bucket} not reachable ({cause}): local disk cache "
-                               "(lost with the builder)", build_args(options, "local"))
+                               "(lost with the builder)", settings_for(options, "local"))
 
     if not have_creds:
         return SccacheDecision("anonymous", f"{why_no_creds}: anonymous read of bucket {options.bucket}, "
-                               "nothing written", build_args(options, "anonymous"))
+                               "nothing written", settings_for(options, "anonymous"))
 
     probe = f"{options.key_prefix.rstrip('/')}/.ghbuild-write-probe"
     try:
@@ -174,7 +184,20 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     except (BotoCoreError, ClientError) as exc:
         secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
         return SccacheDecision("read-only", f"S3 write probe failed ({describe(exc)}): read-only, misses are "
-                               "not stored", build_args(options, "read-only"), secret)
+                               "not stored", settings_for(options, "read-only"), secret)
     secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
     return SccacheDecision("read-write", f"bucket {options.bucket} readable and writable",
-                           build_args(options, "read-write"), secret)
+                           settings_for(options, "read-write"), secret)
+
+
+# --------------------------------------------------------------------------- the helper image
+
+def helper_reference(image: str, resolve) -> str:
+    """The helper image as `name@sha256:<digest>`: a digest-pinned reference as written, a tag resolved
+    now (`resolve(ref)` -> digest, raising when the registry cannot tell), so every stage of one build, and
+    a rebuild of the same commit, mounts the same helper."""
+    from ghbuild import naming
+
+    if naming.is_digest_ref(image):
+        return image
+    return naming.pinned(image, resolve(image))

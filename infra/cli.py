@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import baseimage, engine, localenv, packages, procs, registry, rocm_standin, s3
+from . import baseimage, engine, localenv, packages, procs, registry, rocm_standin, s3, sccache_helper
 from .common import (
     BASE_INDEX_REPO,
     BASE_INDEX_TAG,
@@ -33,7 +33,7 @@ STOP_ORDER = ("s3", "registry-hub", "registry-staging", "dockerd")
 STOP_TIMEOUT = {"dockerd": 40.0}
 
 
-def local_env(p: dict[str, int], sccache: Path, rocm_standin: str) -> dict[str, str]:
+def local_env(p: dict[str, int], sccache: Path, rocm_standin: str, helper: str) -> dict[str, str]:
     root = repo_root()
     staging, hub, s3_url = f"{LOOPBACK}:{p['staging']}", f"{LOOPBACK}:{p['hub']}", f"http://{LOOPBACK}:{p['s3']}"
     return {
@@ -44,6 +44,8 @@ def local_env(p: dict[str, int], sccache: Path, rocm_standin: str) -> dict[str, 
         "GHBUILD_SCCACHE_BUCKET": SCCACHE_BUCKET,
         "GHBUILD_SCCACHE_ENDPOINT": s3_url,
         "GHBUILD_SCCACHE_REGION": S3_REGION,
+        # The helper image every Dockerfile mounts for sccache; ghbuild's nightly publishes it elsewhere.
+        "GHBUILD_SCCACHE_HELPER_IMAGE": helper,
         "AWS_ACCESS_KEY_ID": FAKE_AWS_ACCESS_KEY_ID,
         "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
         "AWS_DEFAULT_REGION": S3_REGION,
@@ -98,10 +100,12 @@ def cmd_up(_args: argparse.Namespace) -> int:
         timed("s3", s3.ensure_s3, state, p["s3"], tools["moto_server"])
         # The CPU stand-in for a ROCm dev image (no ROCm images or GPUs here): base of images.rocm-base.
         standin = timed("rocm-standin", rocm_standin.ensure, DOCKER_CLI, f"{LOOPBACK}:{p['staging']}")
+        # ghbuild's sccache helper (sccache + the wrapper), the image Dockerfiles mount to compile.
+        helper = timed("sccache-helper", sccache_helper.ensure, DOCKER_CLI, p["staging"])
         state["ports"] = p
         procs.save_state(state)
         with step("local-env"):
-            path = localenv.write(local_env(p, tools["sccache"], standin))
+            path = localenv.write(local_env(p, tools["sccache"], standin, helper))
     slow = ", ".join(f"{n} {t:.1f}s" for n, t in timings if t >= 1.0)
     info(f"wrote {path}")
     info(f"up: done in {time.monotonic() - started:.1f} s" + (f" ({slow})" if slow else ""))

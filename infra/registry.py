@@ -192,34 +192,40 @@ def ensure_base_index(port: int, arches=("amd64", "arm64")) -> str:
                 run([DOCKER_CLI, "push", remote], step_name="base-index", env=docker_env(), log=log, timeout=900)
             finally:
                 run([DOCKER_CLI, "image", "rm", remote], step_name="base-index", env=docker_env(), timeout=60, check=False)
-        got = get_manifest(port, BASE_INDEX_REPO, arch_tag)
-        if got is None:
-            raise InfraError("base-index", f"{remote} missing from the registry after docker push (log: {log})")
-        media, body, digest = got
-        if media not in (MT_DOCKER_MANIFEST, MT_OCI_MANIFEST):
-            raise InfraError("base-index", f"{remote} has media type {media!r}, expected a single-platform manifest")
-        descriptors.append({"mediaType": media, "size": len(body), "digest": digest, "platform": PLATFORMS[arch]})
-    index = {"schemaVersion": 2, "mediaType": MT_DOCKER_LIST, "manifests": descriptors}
-    body = json.dumps(index, indent=3).encode()
-    resp = http(
-        "PUT",
-        f"http://{LOOPBACK}:{port}/v2/{BASE_INDEX_REPO}/manifests/{BASE_INDEX_TAG}",
-        headers={"Content-Type": MT_DOCKER_LIST},
-        data=body,
-        timeout=30,
-    )
+        descriptors.append(platform_descriptor(port, BASE_INDEX_REPO, arch_tag, arch, "base-index", log))
+    put_index(port, BASE_INDEX_REPO, BASE_INDEX_TAG, descriptors, "base-index")
+    info(f"base-index: created {ref} ({'+'.join(arches)}, verified via /v2/ API)")
+    return ref
+
+
+def platform_descriptor(port: int, repo: str, tag: str, arch: str, step_name: str, log: Path) -> dict:
+    """The index entry for a single-platform image just pushed as repo:tag."""
+    got = get_manifest(port, repo, tag)
+    if got is None:
+        raise InfraError(step_name, f"{repo}:{tag} missing from the registry after docker push (log: {log})")
+    media, body, digest = got
+    if media not in (MT_DOCKER_MANIFEST, MT_OCI_MANIFEST):
+        raise InfraError(step_name, f"{repo}:{tag} has media type {media!r}, expected a single-platform manifest")
+    return {"mediaType": media, "size": len(body), "digest": digest, "platform": PLATFORMS[arch]}
+
+
+def put_index(port: int, repo: str, tag: str, descriptors: list[dict], step_name: str) -> None:
+    """PUT a manifest list of single-platform manifests as repo:tag, then verify it through the /v2/ API:
+    one entry per platform, each resolving."""
+    ref = f"{LOOPBACK}:{port}/{repo}:{tag}"
+    arches = [d["platform"]["architecture"] for d in descriptors]
+    body = json.dumps({"schemaVersion": 2, "mediaType": MT_DOCKER_LIST, "manifests": descriptors}, indent=3).encode()
+    resp = http("PUT", f"http://{LOOPBACK}:{port}/v2/{repo}/manifests/{tag}",
+                headers={"Content-Type": MT_DOCKER_LIST}, data=body, timeout=30)
     if resp is None or resp.status not in (200, 201):
         status = resp.status if resp else "no answer"
         detail = resp.body[:300].decode(errors="replace") if resp else ""
-        raise InfraError("base-index", f"PUT manifest list {ref} answered {status}: {detail}")
-    # Verify through the HTTP API: an index with one entry per arch, each resolving.
-    check = index_platforms(port)
+        raise InfraError(step_name, f"PUT manifest list {ref} answered {status}: {detail}")
+    check = index_platforms(port, repo, tag)
     if check is None or set(check) != set(arches):
-        raise InfraError("base-index", f"{ref} is not a {'+'.join(arches)} index after PUT (got {sorted(check or {})})")
+        raise InfraError(step_name, f"{ref} is not a {'+'.join(arches)} index after PUT (got {sorted(check or {})})")
     for arch, desc in check.items():
-        head = http("HEAD", f"http://{LOOPBACK}:{port}/v2/{BASE_INDEX_REPO}/manifests/{desc['digest']}",
+        head = http("HEAD", f"http://{LOOPBACK}:{port}/v2/{repo}/manifests/{desc['digest']}",
                     headers={"Accept": ACCEPT_ALL})
         if head is None or head.status != 200:
-            raise InfraError("base-index", f"{ref}: {arch} entry {desc['digest']} does not resolve")
-    info(f"base-index: created {ref} ({'+'.join(arches)}, verified via /v2/ API)")
-    return ref
+            raise InfraError(step_name, f"{ref}: {arch} entry {desc['digest']} does not resolve")

@@ -61,10 +61,11 @@ def ref_for(registry: str) -> str:
     return f"{registry}/{REPOSITORY}:{TAG}"
 
 
-def content_hash(context: Path, base_image: str, base_digest: str | None) -> str:
+def content_hash(context: Path, base_image: str, base_digest: str | None, fmt: int = FORMAT,
+                 platform: str = PLATFORM) -> str:
     """sha256 over the build's inputs: every file of the context, the base reference and its digest."""
     digest = hashlib.sha256()
-    digest.update(json.dumps({"format": FORMAT, "platform": PLATFORM, "base": base_image,
+    digest.update(json.dumps({"format": fmt, "platform": platform, "base": base_image,
                               "base_digest": base_digest}, sort_keys=True).encode())
     if not context.is_dir():
         raise InfraError(STEP, f"{context} is missing")

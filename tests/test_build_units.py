@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from ghbuild import audit, buildcmd, buildlog, dockerfile
+from ghbuild import audit, buildcmd, buildlog, dockerfile, render
 from ghbuild.build import summarize_sccache
 from ghbuild.context import Overrides, from_environment
 from ghbuild.planner import plan
@@ -53,7 +54,7 @@ def _settings(backend, **kw):
 
 def test_engine_command_keeps_what_the_engine_can_do_and_names_what_it_cannot(tmp_path):
     job = _job(tmp_path)
-    secret = buildcmd.Secret("sccache_aws", Path("/tmp/x/sccache_aws"))
+    secret = buildcmd.Secret("ghbuild_sccache", Path("/tmp/x/ghbuild_sccache"))
     cmd = buildcmd.build_command(job, _settings("engine", push=True, secrets=(secret,),
                                                 extra_build_args={"GHBUILD_SCCACHE_MODE": "read-write"}))
     argv = list(cmd.argv)
@@ -62,7 +63,7 @@ def test_engine_command_keeps_what_the_engine_can_do_and_names_what_it_cannot(tm
     assert argv[argv.index("--target") + 1] == "runtime"
     assert argv[argv.index("--file") + 1] == "/p/docker/Dockerfile.cpu" and argv[-1] == "/p"
     assert "--network" in argv and argv[argv.index("--network") + 1] == "host" and "--allow" not in argv
-    assert "--secret" in argv and argv[argv.index("--secret") + 1] == "id=sccache_aws,src=/tmp/x/sccache_aws"
+    assert "--secret" in argv and argv[argv.index("--secret") + 1] == "id=ghbuild_sccache,src=/tmp/x/ghbuild_sccache"
     assert "PYTHON_VERSION=3.12" in argv and "GHBUILD_SCCACHE_MODE=read-write" in argv
     assert "BUILDKIT_INLINE_CACHE=1" in argv
     # registry cache-from is read as an inline cache image; gha is not possible without buildx
@@ -126,13 +127,13 @@ def test_display_quotes_arguments(tmp_path):
 def test_dockerfile_stages_of_the_example():
     stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
     names = [s.name for s in stages]
-    assert names == ["os-base", "sccache", "toolchain", "cpp", "rust", "wheel", "ghbuild-stats", "runtime"]
+    assert names == ["ghbuild-sccache", "os-base", "toolchain", "cpp", "rust", "wheel", "runtime"]
     assert [s.label for s in dockerfile.chain("runtime", stages)] == ["os-base", "runtime"]
-    assert [s.label for s in dockerfile.chain("cpp", stages)] == ["os-base", "sccache", "toolchain", "cpp"]
+    assert [s.label for s in dockerfile.chain("cpp", stages)] == ["os-base", "toolchain", "cpp"]
     assert dockerfile.chain("nope", stages) == []
     by_name = {s.name: s for s in stages}
     assert by_name["os-base"].history_entries == 2      # RUN, RUN (ARG and FROM add no history)
-    assert by_name["runtime"].history_entries == 6      # COPY, COPY, RUN, COPY (stats), ENV, CMD
+    assert by_name["runtime"].history_entries == 5      # COPY, COPY, RUN, ENV, CMD (no stats stage copied in)
 
 
 def test_dockerfile_continuations_and_comments(tmp_path):
@@ -144,15 +145,17 @@ def test_dockerfile_continuations_and_comments(tmp_path):
     assert [s.label for s in dockerfile.chain(None, stages)] == ["one", "stage-1"]
 
 
-def test_stage_args_count_as_history_and_dependencies_follow_from_uses():
+def test_stage_args_count_as_history_and_dependencies_follow_from_uses(tmp_path):
+    path = tmp_path / "Dockerfile"
+    path.write_text("FROM x AS a\nARG ONE\nARG TWO=2\nRUN true\nCOPY f /f\n")
+    # BuildKit records a stage's ARG as an (empty) history entry: 2 ARGs, a RUN and a COPY.
+    assert dockerfile.stages(path)[0].history_entries == 4
     stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
-    by_name = {s.name: s for s in stages}
-    # BuildKit records a stage's ARG as an (empty) history entry: sccache has 3 ARGs, a RUN and a COPY.
-    assert by_name["sccache"].history_entries == 5
-    assert dockerfile.dependencies("runtime", stages) == {"os-base", "sccache", "toolchain", "cpp", "rust", "wheel",
-                                                          "ghbuild-stats", "runtime"}
-    assert dockerfile.dependencies("sccache", stages) == {"os-base", "sccache"}
-    assert dockerfile.dependencies("cpp", stages) == {"os-base", "sccache", "toolchain", "cpp"}
+    # The sccache helper is a dependency of each compile stage through its bind mount, never copied.
+    assert dockerfile.dependencies("runtime", stages) == {"ghbuild-sccache", "os-base", "toolchain", "cpp", "rust",
+                                                          "wheel", "runtime"}
+    assert dockerfile.dependencies("cpp", stages) == {"ghbuild-sccache", "os-base", "toolchain", "cpp"}
+    assert dockerfile.dependencies("os-base", stages) == {"os-base"}
 
 
 def test_build_log_stage_timings_from_a_real_buildkit_log():
@@ -176,10 +179,10 @@ def test_layers_are_attributed_to_the_stages_of_the_chain():
     stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
     chain = dockerfile.chain("runtime", stages)
     history = ([{"CreatedBy": "ADD rootfs.tar /", "Size": 100}] + [{"CreatedBy": f"os {i}", "Size": 10} for i in range(2)]
-               + [{"CreatedBy": f"rt {i}", "Size": 1} for i in range(6)])
+               + [{"CreatedBy": f"rt {i}", "Size": 1} for i in range(5)])
     layers, exact = audit.attribute(history, chain)
     assert exact
-    assert audit.stage_sizes(layers) == {"base image": 100, "os-base": 20, "runtime": 6}
+    assert audit.stage_sizes(layers) == {"base image": 100, "os-base": 20, "runtime": 5}
 
 
 def test_attribution_that_does_not_fit_says_so():
@@ -206,24 +209,28 @@ def _stats(hits: dict, misses: dict, **extra):
 
 def test_sccache_summary_counts_rebuilt_stages_and_flags_layer_cached_ones():
     decision = SccacheDecision("read-write", "ok", {})
-    files = {
+    runs = buildlog.SccacheRuns(stats={
         "cpp": {"stage": "cpp", "mode": "read-write", "requested_mode": "read-write", "fallbacks": "",
                 "started": 1000, "finished": 1010, "sccache": _stats({"C/C++": 40}, {})},
-        "rust": {"stage": "rust", "mode": "local", "requested_mode": "read-write", "fallbacks": "read-write,anonymous",
+        "wasm": {"stage": "wasm", "mode": "local", "requested_mode": "read-write", "fallbacks": "read-write,anonymous",
                  "started": 900, "finished": 910, "sccache": _stats({}, {"Rust": 1}, cache_write_errors=0,
                                                                       not_cached={"crate-type": 1})},
-    }
-    summary = summarize_sccache(decision, files, build_started=995)
-    assert (summary["hits"], summary["misses"], summary["hit_rate"]) == (40, 0, 1.0)   # rust: old layer
-    assert summary["stages"]["rust"]["from_layer_cache"] is True
-    assert summary["stages"]["rust"]["fallbacks"] == ["read-write", "anonymous"]
-    assert summary["stages"]["rust"]["not_cached_reasons"] == {"crate-type": 1}
+    }, cached={"rust"})
+    summary = summarize_sccache(decision, runs)
+    assert (summary["hits"], summary["misses"], summary["hit_rate"]) == (40, 1, 0.9756)
+    assert summary["stages"]["rust"]["from_layer_cache"] is True and summary["stages"]["rust"]["hits"] == 0
+    assert summary["stages"]["cpp"]["from_layer_cache"] is False and summary["stages"]["cpp"]["seconds"] == 10
+    assert summary["stages"]["wasm"]["fallbacks"] == ["read-write", "anonymous"]
+    assert summary["stages"]["wasm"]["not_cached_reasons"] == {"crate-type": 1}
     assert summary["stages"]["cpp"]["hits_by_language"] == {"C/C++": 40}
     json.dumps(summary)  # the report is JSON
+    text = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="engine", ref="r", image_id=None, sccache=summary,
+                                             size=None, stages={}, skipped=[], warnings=[], budget_failures=[]))
+    assert "rust       -          hits    0" in text and "(layer cache)" in text
 
 
 def test_sccache_summary_without_stats_is_empty_not_an_error():
-    summary = summarize_sccache(SccacheDecision("off", "disabled", {}), {}, 0)
+    summary = summarize_sccache(SccacheDecision("off", "disabled", {}), buildlog.SccacheRuns())
     assert summary == {"mode": "off", "reason": "disabled", "hits": 0, "misses": 0, "hit_rate": None, "stages": {}}
 
 

@@ -56,7 +56,7 @@ def dry_run(project: Path, context: list[str], env: dict[str, str] | None = None
 def test_the_trusted_run_gets_the_s3_credentials(project):
     report = dry_run(project, TRUSTED_PUSH, AWS)
     assert report["sccache"]["mode"] == "read-write"
-    assert "id=sccache_aws" in report["command"]
+    assert "id=ghbuild_sccache" in report["command"]
 
 
 @pytest.mark.parametrize("context", [BRANCH_PUSH, SAME_REPO_PR], ids=["branch push", "same-repository PR"])
@@ -64,7 +64,26 @@ def test_untrusted_runs_never_get_s3_write_credentials_even_when_they_are_set(pr
     report = dry_run(project, context, AWS)
     assert report["sccache"]["mode"] == "anonymous"
     assert "not a trusted run" in report["sccache"]["reason"]
-    assert "sccache_aws" not in report["command"] and AWS["AWS_SECRET_ACCESS_KEY"] not in json.dumps(report)
+    assert AWS["AWS_SECRET_ACCESS_KEY"] not in json.dumps(report)
+
+
+@pytest.mark.parametrize("trusted, secrets, creds", [(True, True, True), (False, True, False), (True, False, False)])
+def test_the_settings_secret_carries_credentials_only_for_the_trusted_run(tmp_path, trusted, secrets, creds):
+    """Every build gets its sccache settings in the secret `ghbuild_sccache`; only the trusted run that may be
+    handed secrets finds the credentials there."""
+    from types import SimpleNamespace
+
+    from ghbuild import build
+    from ghbuild.sccache import SccacheDecision
+
+    decision = SccacheDecision("read-write", "ok", {"GHBUILD_SCCACHE_MODE": "read-write", "SCCACHE_BUCKET": "b"},
+                               f"AWS_ACCESS_KEY_ID=k\nAWS_SECRET_ACCESS_KEY={AWS['AWS_SECRET_ACCESS_KEY']}\n")
+    plan = SimpleNamespace(trust=SimpleNamespace(trusted=trusted, secrets=secrets))
+    (secret,) = build._secret_files(decision, plan, tmp_path, write=True)
+    text = secret.src.read_text()
+    assert secret.id == "ghbuild_sccache" and (secret.src.stat().st_mode & 0o777) == 0o600
+    assert text.startswith("GHBUILD_SCCACHE_MODE=read-write\nSCCACHE_BUCKET=b\n")
+    assert (AWS["AWS_SECRET_ACCESS_KEY"] in text) is creds and ("AWS_ACCESS_KEY_ID" in text) is creds
 
 
 # --------------------------------------------------------------------------- paths out of the repository
@@ -161,7 +180,7 @@ HOSTILE = "x | <img src=x onerror=alert(1)> [click](https://evil.example) `code`
 
 
 def test_what_an_image_says_about_itself_is_escaped_in_the_job_summary():
-    """Stage names and modes come from stats files inside the built image: the built code writes them."""
+    """Stage names and modes come from the sccache wrapper's lines in the build log: the built code writes them."""
     from ghbuild import build, render
 
     stage = {"mode": HOSTILE, "requested_mode": "read-write", "fallbacks": [], "hits": 1, "misses": 1,

@@ -118,12 +118,13 @@ def session(request) -> Session:
     sess.secrets.update({base["AWS_SECRET_ACCESS_KEY"], base["AWS_SESSION_TOKEN"]})
     sess.created_repos.update({f"ghbuild-test-{sid}/cpu", f"ghbuild-test-{sid}/cache"})
     sess.s3_prefixes.add(sess.key_prefix + "/")
+    sess.set_layers(sid)          # this session's compile layers are its own: its first build compiles
     try:
         yield sess
     finally:
         sess.cleanup()
         # A credentials file that an interrupted ghbuild could not remove never stays.
-        for leftover in workdir.rglob("sccache_aws"):
+        for leftover in workdir.rglob("ghbuild_sccache"):
             leftover.unlink()
         if request.session.testsfailed:
             print(f"\nengine test logs kept in {workdir}", file=sys.stderr)
@@ -138,18 +139,27 @@ def first_build(session: Session) -> Run:
     """The issue's example, cold: `ghbuild build --image cpu --arch amd64 --push --json`.
 
     Cold for real: a fresh S3 key prefix and a fresh layer-cache repository. The BuildKit cache may
-    still hold the toolchain stage (it has no sccache inputs); the compile stages depend on the key
-    prefix build arg, so they always run.
+    still hold the toolchain stage (it has no sccache inputs); the compile stages bind-mount the
+    session's nonce with their sources (enginelib.LAYER_NONCE), so they always run. Later builds with
+    the session's nonce find them in the layer cache.
     """
-    run = session.cold_build("first", "--push", "--json")
+    run = session.cold_build("first", "--push", "--json", fresh_layers=False)
     assert run.rc == 0, f"first build failed (exit {run.rc}):\n{run.tail(60)}"
     return run
 
 
 @pytest.fixture(scope="session")
-def sccache_stage_image(session: Session) -> str:
-    """The amd64 `sccache` stage as an image (sccache + ghbuild's helper), built straight by the engine."""
-    tag = f"ghbuild-test-{session.sid}/sccache-stage:amd64"
-    proc = session.docker_build("--platform", "linux/amd64", "--target", "sccache", tag=tag)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return tag
+def helper_dir(session: Session) -> Path:
+    """The amd64 sccache helper image's /bin (sccache + ghbuild-sccache), copied out of the image that infra
+    pushed, for mounting at /opt/ghbuild/bin in a container as a Dockerfile's RUN step mounts the image."""
+    ref = session.local["GHBUILD_SCCACHE_HELPER_IMAGE"]
+    proc = session.docker_run("create", "--platform", "linux/amd64", ref, "/bin/ghbuild-sccache", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    cid = proc.stdout.strip()
+    target = session.workdir / "helper"
+    try:
+        session.docker_run("cp", f"{cid}:/bin", str(target), check=True)
+    finally:
+        session.docker_run("rm", "-f", cid)
+    assert (target / "sccache").is_file() and (target / "ghbuild-sccache").is_file(), list(target.iterdir())
+    return target

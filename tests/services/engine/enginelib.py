@@ -28,6 +28,12 @@ CONTEXT_FLAGS = ("--event", "push", "--repository", "ghbuild/ghbuild", "--ref", 
 STRIP_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_", "GHBUILD_", "AWS_", "SCCACHE_", "INPUT_")
 
 COLD_BUILD_TIMEOUT = 1200
+# Every sccache setting reaches a build in a secret, so nothing about S3 is in a compile step's cache key: a
+# build of unchanged sources is served by the layer cache whatever its mode or key prefix. A build that must
+# compile (a session's first build, a degraded-mode build) gets its own content in this file, which the
+# compile stages bind-mount with their sources and no compiler reads: their layers miss, sccache can still hit.
+LAYER_NONCE_DIRS = ("examples/native/cpp", "examples/native/rust", "examples/rocm/hip")
+LAYER_NONCE = ".ghbuild-test-layers"
 # make's message when a compile "succeeded" but its object file is not in this container.
 CACHED_BUILD_TIMEOUT = 600
 
@@ -133,6 +139,16 @@ class Session:
     def sha(self, name: str) -> str:
         return sha_for(self.sid, name)
 
+    # ---- the compile stages' layer key
+    def set_layers(self, generation: str | None) -> None:
+        """Write `generation` into the nonce file of every compile stage's sources (None: remove them)."""
+        for folder in LAYER_NONCE_DIRS:
+            path = REPO / folder / LAYER_NONCE
+            if generation is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(generation + "\n")
+
     # ---- processes
     def env(self, **overrides: str | None) -> dict[str, str]:
         env = dict(self.base_env)
@@ -190,11 +206,18 @@ class Session:
                         self.created_tags.add(spec.split("ref=", 1)[1].split(",", 1)[0])
         return run
 
-    def cold_build(self, name: str, *extra: str, **kwargs) -> Run:
-        """A build that compiles (its own commit sha, a long timeout)."""
+    def cold_build(self, name: str, *extra: str, fresh_layers: bool = True, **kwargs) -> Run:
+        """A build that compiles (its own commit sha, a long timeout). `fresh_layers`: its compile stages miss
+        the layer cache (their own nonce, for this build only); otherwise they have the session's."""
         kwargs.setdefault("sha", self.sha(name))
         kwargs.setdefault("timeout", COLD_BUILD_TIMEOUT)
-        return self.ghbuild(name, *extra, **kwargs)
+        if not fresh_layers:
+            return self.ghbuild(name, *extra, **kwargs)
+        self.set_layers(f"{self.sid}-{name}")
+        try:
+            return self.ghbuild(name, *extra, **kwargs)
+        finally:
+            self.set_layers(self.sid)
 
     def docker_run(self, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
         proc = subprocess.run([self.docker, *args], env=self.base_env, capture_output=True, text=True,
@@ -214,7 +237,8 @@ class Session:
                      ) -> subprocess.CompletedProcess:
         """`DOCKER_BUILDKIT=1 docker build` straight at the engine (no ghbuild), from the repo root."""
         argv = [self.docker, "build", "--progress", "plain", "--file", str(REPO / "docker" / "Dockerfile.cpu"),
-                "--network", "host", "--build-arg", f"BASE_IMAGE={self.local['GHBUILD_BUILD_BASE_IMAGE']}"]
+                "--network", "host", "--build-arg", f"BASE_IMAGE={self.local['GHBUILD_BUILD_BASE_IMAGE']}",
+                "--build-arg", f"GHBUILD_SCCACHE_IMAGE={self.local['GHBUILD_SCCACHE_HELPER_IMAGE']}"]
         if tag:
             argv += ["--tag", tag]
             self.created_tags.add(tag)
@@ -243,6 +267,7 @@ class Session:
 
     # ---- teardown
     def cleanup(self) -> None:
+        self.set_layers(None)
         for tag in sorted(self.created_tags):
             self.docker_run("rmi", tag, timeout=120)
         # Images of this session's builds that lost their tag (a moved cache tag, the layer audit's

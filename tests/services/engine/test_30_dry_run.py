@@ -43,9 +43,11 @@ def test_dry_run_prints_one_command_line(fresh_dry_run, session):
     assert ("--tag", tag) in pairs
     assert ("--platform", "linux/amd64") in pairs and ("--target", "runtime") in pairs
     assert ("--network", "host") in pairs
-    assert ("--build-arg", f"SCCACHE_S3_KEY_PREFIX={prefix}") in pairs
-    assert ("--build-arg", "GHBUILD_SCCACHE_MODE=read-write") in pairs
-    assert any(a == "--secret" and b.startswith("id=sccache_aws,src=") for a, b in pairs)
+    # The helper pinned to its digest, as a build would get it; the settings only in the secret.
+    helper = session.local["GHBUILD_SCCACHE_HELPER_IMAGE"].rsplit(":", 1)[0]
+    assert any(a == "--build-arg" and b.startswith(f"GHBUILD_SCCACHE_IMAGE={helper}@sha256:") for a, b in pairs), pairs
+    assert "SCCACHE_S3_KEY_PREFIX" not in lines[0] and "GHBUILD_SCCACHE_MODE" not in lines[0]
+    assert any(a == "--secret" and b.startswith("id=ghbuild_sccache,src=") for a, b in pairs)
     assert argv[-1] == str(REPO)
 
 

@@ -4,8 +4,8 @@ and why. A bad endpoint is refused before anything runs, without printing it.
 Builds here build the configured target (runtime) without pushing. `--target cpp` would be smaller
 but cannot succeed: the example's 400 MB image size-budget is applied to the cpp stage image (1 GB
 with its toolchain), exit 11 (see test_20_secrets.py), and the layer audit builds the budgeted
-`runtime` stage anyway. In local mode the compile stages have no S3 build args, so the local-mode
-builds after the first one are layer-cached.
+`runtime` stage anyway. The sccache settings reach the build in a secret (no build arg), so each build
+here gets fresh compile layers (session.cold_build) to make its compile stages run in the mode under test.
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ import pytest
 from fakes.httpserver import LoopbackService, free_port, reply
 
 
-HELPER = "/usr/local/lib/ghbuild/sccache.sh"
-
-
 def assert_degraded(run, mode: str, cause: str):
     """Success, the expected mode everywhere, and the documented warning naming the cause."""
     assert run.rc == 0, run.tail(60)
@@ -45,9 +42,10 @@ def assert_degraded(run, mode: str, cause: str):
 
 
 def assert_no_remote_args(command: str):
-    for arg in ("SCCACHE_ENDPOINT", "SCCACHE_BUCKET", "SCCACHE_S3_KEY_PREFIX", "--secret"):
-        assert arg not in command, f"{arg} in a local-mode build command"
-    assert "GHBUILD_SCCACHE_MODE=local" in command
+    """Settings never travel as build args: the mode is in the secret, whatever it is."""
+    for arg in ("SCCACHE_ENDPOINT", "SCCACHE_BUCKET", "SCCACHE_S3_KEY_PREFIX", "GHBUILD_SCCACHE_MODE"):
+        assert arg not in command, f"{arg} in a build command"
+    assert "--secret id=ghbuild_sccache," in command
 
 
 # --------------------------------------------------------------------------- S3 with real authentication
@@ -215,7 +213,7 @@ def test_s3_down_at_build_time_falls_back_inside_the_build(session, first_build,
     assert run.rc == 0, run.tail(60)
     report = run.report
     assert report["sccache"]["mode"] == "read-write"          # what the preflight saw
-    assert "--secret id=sccache_aws" in report["command"]
+    assert "--secret id=ghbuild_sccache" in report["command"]
     cpp = report["sccache"]["stages"]["cpp"]
     assert cpp["from_layer_cache"] is False, "the compile stage did not run"
     assert (cpp["requested_mode"], cpp["mode"], cpp["fallbacks"]) == ("read-write", "local",
@@ -223,39 +221,38 @@ def test_s3_down_at_build_time_falls_back_inside_the_build(session, first_build,
     for stage in ("cpp", "rust"):
         assert f"sccache in stage {stage}: fell back from read-write, anonymous to local" in report["warnings"]
         assert f"ghbuild-sccache: {stage}: mode read-write failed:" in run.stderr
-        assert f"ghbuild-sccache: {stage}: mode local (requested read-write)" in run.stderr
+        assert f"ghbuild-sccache: {stage}: mode local in /root/.cache/sccache (requested read-write" in run.stderr
     assert report["sccache"]["stages"]["rust"]["mode"] == "local"
 
 
-# --------------------------------------------------------------------------- the helper itself
-
-def _helper(session, image: str, script: str, *docker_args: str, network: str = "none"):
-    return session.docker_run("run", "--rm", "--network", network, *docker_args, image, "sh", "-c",
-                              f". {HELPER}; {script}", timeout=120)
-
+# --------------------------------------------------------------------------- the wrapper itself
 
 @pytest.fixture(scope="module")
-def unreachable_s3_start(session, sccache_stage_image):
-    """The helper, requested read-write with credentials, when S3 refuses connections at start."""
+def unreachable_s3_start(session, helper_dir):
+    """The helper's wrapper with the real sccache in a Debian container, requested read-write with
+    credentials, when S3 refuses connections at start."""
     secret_file = session.workdir / "helper-secret"
-    secret_file.write_text(f"AWS_ACCESS_KEY_ID=x\nAWS_SECRET_ACCESS_KEY={session.secret}\n")
+    secret_file.write_text("GHBUILD_SCCACHE_MODE=read-write\nSCCACHE_BUCKET=ghbuild-sccache\nSCCACHE_REGION=us-east-1\n"
+                           f"SCCACHE_ENDPOINT=http://127.0.0.1:{free_port()}\nSCCACHE_S3_USE_SSL=false\n"
+                           f"SCCACHE_S3_KEY_PREFIX=x\nAWS_ACCESS_KEY_ID=x\nAWS_SECRET_ACCESS_KEY={session.secret}\n")
     secret_file.chmod(0o644)
-    proc = _helper(session, sccache_stage_image,
-                   "ghbuild_sccache_start t 4230; echo \"LAUNCHER=$GHBUILD_LAUNCHER\"; "
-                   "ghbuild_sccache_finish t; cat /ghbuild/stats/t.json",
-                   "-v", f"{secret_file}:/run/secrets/sccache_aws:ro",
-                   "-e", "GHBUILD_SCCACHE_MODE=read-write", "-e", "SCCACHE_BUCKET=ghbuild-sccache",
-                   "-e", "SCCACHE_REGION=us-east-1", "-e", "SCCACHE_S3_USE_SSL=false",
-                   "-e", f"SCCACHE_ENDPOINT=http://127.0.0.1:{free_port()}", "-e", "SCCACHE_S3_KEY_PREFIX=x")
+    proc = session.docker_run("run", "--rm", "--network", "none", "-v", f"{helper_dir}:/opt/ghbuild/bin:ro",
+                              "-v", f"{secret_file}:/run/secrets/ghbuild_sccache:ro",
+                              session.local["GHBUILD_BUILD_BASE_IMAGE"],
+                              "/opt/ghbuild/bin/ghbuild-sccache", "run", "t", "--", "sh", "-c",
+                              'echo "LAUNCHER=$GHBUILD_SCCACHE_LAUNCHER"; env | grep -c "^AWS_" || true',
+                              timeout=120)
     secret_file.unlink()
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 
 
-def test_helper_steps_down_to_local_when_s3_fails_at_start(unreachable_s3_start, session):
+def test_wrapper_steps_down_to_local_when_s3_fails_at_start(unreachable_s3_start, session):
     proc = unreachable_s3_start
-    assert "LAUNCHER=sccache" in proc.stdout
-    stats = json.loads(proc.stdout.splitlines()[-1])
+    assert "LAUNCHER=/opt/ghbuild/bin/sccache" in proc.stdout
+    assert proc.stdout.split()[-1] == "0", "the build command saw AWS_* variables"
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("ghbuild-sccache-stats "))
+    stats = json.loads(line.split(" ", 1)[1])
     assert (stats["requested_mode"], stats["mode"], stats["fallbacks"]) == ("read-write", "local",
                                                                            "read-write,anonymous")
     assert "Local disk" in stats["sccache"]["cache_location"]
@@ -264,23 +261,9 @@ def test_helper_steps_down_to_local_when_s3_fails_at_start(unreachable_s3_start,
     assert session.secret not in proc.stdout + proc.stderr
 
 
-def test_helper_fallback_message_names_the_cause(unreachable_s3_start):
+def test_wrapper_fallback_message_names_the_cause(unreachable_s3_start):
     failed = [line for line in unreachable_s3_start.stderr.splitlines() if "failed:" in line]
     assert len(failed) == 2, unreachable_s3_start.stderr
     for line in failed:
         assert "<unknown>" not in line, line
         assert any(word in line for word in ("storage", "Connection refused", "error")), line
-
-
-def test_helper_never_sets_an_empty_sccache_variable(session, sccache_stage_image):
-    """Empty build args stay unset (an empty SCCACHE_ENDPOINT crashed sccache at start)."""
-    proc = _helper(session, sccache_stage_image,
-                   "_ghbuild_save_args; _ghbuild_configure anonymous; "
-                   "for v in SCCACHE_BUCKET SCCACHE_REGION SCCACHE_ENDPOINT SCCACHE_S3_KEY_PREFIX SCCACHE_S3_USE_SSL; "
-                   "do eval \"s=\\${$v+set}\"; echo \"$v=${s:-unset}\"; done",
-                   "-e", "SCCACHE_BUCKET=ghbuild-sccache", "-e", "SCCACHE_ENDPOINT=", "-e", "SCCACHE_REGION=",
-                   "-e", "SCCACHE_S3_KEY_PREFIX=p", "-e", "SCCACHE_S3_USE_SSL=")
-    assert proc.returncode == 0, proc.stderr
-    seen = dict(line.split("=", 1) for line in proc.stdout.split())
-    assert seen == {"SCCACHE_BUCKET": "set", "SCCACHE_REGION": "unset", "SCCACHE_ENDPOINT": "unset",
-                    "SCCACHE_S3_KEY_PREFIX": "set", "SCCACHE_S3_USE_SSL": "unset"}, seen

@@ -1,5 +1,6 @@
-"""arm64 through emulation: `ghbuild build --arch arm64 --target sccache` (a small stage that installs
-sccache for TARGETARCH) gives an arm64 image whose sccache runs; an unknown TARGETARCH is refused.
+"""arm64 through emulation: `ghbuild build --arch arm64 --target os-base` (a small stage) gives an arm64
+image; the sccache helper's arm64 image runs its wrapper and sccache in an arm64 RUN step; the helper
+refuses an unknown TARGETARCH.
 
 The ghbuild run is watched while it runs. After the requested stage is built and pushed, ghbuild's
 layer audit builds every budgeted stage outside the target (`runtime` and `cpp`: the toolchain and
@@ -22,7 +23,7 @@ from ghbuild.naming import split_reference
 from .enginelib import REPO, Run, kill_group
 
 
-TARGET_CHAIN = {"os-base", "sccache"}
+TARGET_CHAIN = {"os-base"}
 STEP_RE = re.compile(r"^#(\d+) \[(?:linux/\w+ )?([\w.-]+) \d+/\d+\]")
 WORK_RE = re.compile(r"^#(\d+) (?:\d+\.\d+ |DONE )")
 ARM64_DEADLINE = 1200
@@ -43,7 +44,7 @@ def executed_stages(log: str) -> set[str]:
 @pytest.fixture(scope="module")
 def arm64_run(session):
     name = "arm64"
-    argv = session.build_argv(name, "--target", "sccache", "--push", "--json", arch="arm64")
+    argv = session.build_argv(name, "--target", "os-base", "--push", "--json", arch="arm64")
     run_dir = session.workdir / "arm64-run"
     tmp = run_dir / "tmp"
     tmp.mkdir(parents=True)
@@ -101,16 +102,27 @@ def test_arm64_image_architecture(arm64_run, session):
     assert (info["Os"], info["Architecture"]) == ("linux", "arm64")
 
 
-def test_arm64_sccache_runs_under_emulation(arm64_run, session):
-    proc = session.docker_run("run", "--rm", "--platform", "linux/arm64", arm64_run["tag"], "sh", "-c",
-                              "uname -m; sccache --version; "
-                              "python3 -c 'import os; f=open(os.path.realpath(\"/usr/local/bin/sccache\"),\"rb\"); "
-                              "print(\"e_machine\", int.from_bytes(f.read(20)[18:20], \"little\"))'", timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = proc.stdout.split("\n")
-    assert lines[0] == "aarch64", proc.stdout
-    assert lines[1].startswith("sccache 0."), proc.stdout
-    assert "e_machine 183" in proc.stdout, proc.stdout       # EM_AARCH64
+def test_arm64_helper_runs_the_wrapper_and_sccache_under_emulation(arm64_run, session, tmp_path):
+    """The contract's RUN step in an arm64 build: the multi-arch helper gives the arm64 sccache."""
+    (tmp_path / "Dockerfile").write_text(
+        "ARG GHBUILD_SCCACHE_IMAGE\nARG BASE_IMAGE\nFROM ${GHBUILD_SCCACHE_IMAGE} AS ghbuild-sccache\n"
+        "FROM ${BASE_IMAGE}\n"
+        "RUN --mount=type=bind,from=ghbuild-sccache,source=/,target=/opt/ghbuild \\\n"
+        "    --mount=type=secret,id=ghbuild_sccache,required=false \\\n"
+        "    /opt/ghbuild/bin/ghbuild-sccache run probe -- sh -c 'uname -m; \"$GHBUILD_SCCACHE_LAUNCHER\" --version; "
+        "od -An -tu2 -j18 -N2 /opt/ghbuild/bin/sccache'\n")
+    proc = subprocess.run(
+        [session.docker, "build", "--progress", "plain", "--no-cache", "--platform", "linux/arm64",
+         "--build-arg", f"GHBUILD_SCCACHE_IMAGE={session.local['GHBUILD_SCCACHE_HELPER_IMAGE']}",
+         "--build-arg", f"BASE_IMAGE={session.local['GHBUILD_BUILD_BASE_IMAGE']}", str(tmp_path)],
+        env={**session.base_env, "DOCKER_BUILDKIT": "1"}, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    step = [line.split(" ", 2)[2] for line in out.splitlines() if re.match(r"^#\d+ \d+\.\d+ ", line)]
+    assert "aarch64" in step, step
+    assert any(line.startswith("sccache 0.") for line in step), step
+    assert any(line.split() == ["183"] for line in step), step           # EM_AARCH64
+    assert any(line.startswith("ghbuild-sccache: probe: mode local") for line in step), step
 
 
 def test_interrupted_or_not_ghbuild_leaves_no_credentials(arm64_run):
@@ -129,15 +141,18 @@ def test_small_target_builds_only_its_own_stages(arm64_run):
 # --------------------------------------------------------------------------- unsupported TARGETARCH
 
 def test_unsupported_targetarch_is_refused(session, tmp_path):
-    """The sccache stage refuses an arch it has no binary for, before installing anything
-    (a real BuildKit build; TARGETARCH overridden, since no s390x base image exists here)."""
+    """The helper refuses an arch it has no sccache for, before fetching anything (a real BuildKit build;
+    TARGETARCH overridden, since no s390x base image exists here)."""
     iid = tmp_path / "iid"
-    proc = session.docker_build("--platform", "linux/amd64", "--target", "sccache",
-                                "--build-arg", "TARGETARCH=s390x", "--iidfile", str(iid), timeout=600)
+    proc = subprocess.run(
+        [session.docker, "build", "--progress", "plain", "--platform", "linux/amd64", "--network", "host",
+         "--build-arg", f"FETCH_IMAGE={session.local['GHBUILD_BUILD_BASE_IMAGE']}", "--build-arg", "TARGETARCH=s390x",
+         "--iidfile", str(iid), str(REPO / "docker" / "sccache-helper")],
+        env={**session.base_env, "DOCKER_BUILDKIT": "1"}, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
-    assert "sccache: unsupported TARGETARCH 's390x' (amd64 or arm64)" in out, out[-3000:]
+    assert "sccache-helper: unsupported TARGETARCH 's390x' (amd64 or arm64)" in out, out[-3000:]
     assert not iid.exists()
-    # The step printed nothing but the refusal: no venv, no pip, no download was attempted.
+    # The step printed nothing but the refusal: no pip, no download was attempted.
     step_output = [line.split(" ", 2)[2] for line in out.splitlines() if re.match(r"^#\d+ \d+\.\d+ ", line)]
-    assert step_output == ["sccache: unsupported TARGETARCH 's390x' (amd64 or arm64)"], step_output
+    assert step_output == ["sccache-helper: unsupported TARGETARCH 's390x' (amd64 or arm64)"], step_output

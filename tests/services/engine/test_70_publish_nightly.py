@@ -25,11 +25,11 @@ INDEX_TYPES = ("application/vnd.docker.distribution.manifest.list.v2+json",
 
 
 def _push_stage(session, name: str, arch: str, sha: str, records=None) -> str:
-    """Build and push the small `sccache` stage; with `records`, `build --record` writes its record there."""
+    """Build and push the small `os-base` stage; with `records`, `build --record` writes its record there."""
     extra = ["--record", str(records / f"cpu-{arch}.json")] if records is not None else []
     # Records are written only inside the working directory or RUNNER_TEMP: the session's folder is the latter.
     env = dict(session.base_env, RUNNER_TEMP=str(session.workdir))
-    run = session.ghbuild(f"{name}-{arch}", "--target", "sccache", "--push", "--json", *extra, arch=arch, sha=sha,
+    run = session.ghbuild(f"{name}-{arch}", "--target", "os-base", "--push", "--json", *extra, arch=arch, sha=sha,
                           env=env, timeout=1200)
     assert run.rc == 0, "\n".join(run.stderr.splitlines()[-30:])
     return json.loads(run.stdout)["digest"]

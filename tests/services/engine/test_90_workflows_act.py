@@ -20,11 +20,11 @@ registries (tags, digests, architectures), not only by act's exit code:
    the diagnostics are kept as an artifact, nothing is built or pushed.
 
 Only the `cpu` image is built in 1-4 (`--var GHBUILD_IMAGES=cpu`, the repository variable the workflows
-read), and only its `sccache` stage (GHBUILD_IMAGES_CPU_TARGET=sccache, a config override given as the
+read), and only its `os-base` stage (GHBUILD_IMAGES_CPU_TARGET=os-base, a config override given as the
 runner's environment): the workflows, not the compile, are under test here; the full image is the
 engine tests' job, and a cold arm64 compile under emulation takes over ten minutes. That stage is also
 what test_60/test_70 build, so in a full run its layers are in the BuildKit cache already. The smoke
-test runs `sccache --version` in each built image (`--var GHBUILD_SMOKE_TEST`), arm64 under emulation.
+test runs `python3 --version` in each built image (`--var GHBUILD_SMOKE_TEST`), arm64 under emulation.
 """
 from __future__ import annotations
 
@@ -87,14 +87,15 @@ def act(session):
         "GHBUILD_SCCACHE_ENDPOINT": session.base_env["GHBUILD_SCCACHE_ENDPOINT"],
         "GHBUILD_SCCACHE_REGION": session.base_env["GHBUILD_SCCACHE_REGION"],
         "GHBUILD_SCCACHE_KEY_PREFIX": session.key_prefix,
-        "GHBUILD_IMAGES_CPU_TARGET": "sccache",
+        "GHBUILD_IMAGES_CPU_TARGET": "os-base",
+        "GHBUILD_SCCACHE_HELPER_IMAGE": local["GHBUILD_SCCACHE_HELPER_IMAGE"],
         # The setup action installs from this wheelhouse instead of PyPI.
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheelhouse),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }
     runner = Suite(tree=tree, sha=sha, scratch=scratch, env=env, rewrites=rewrites,
-                   variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "sccache --version"},
+                   variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "python3 --version"},
                    namespace=namespace, staging=session.registry, hub=RegistryClient(local["GHBUILD_LOCAL_HUB"]),
                    local=local, aws_secret=session.base_env["AWS_SECRET_ACCESS_KEY"])
     session.created_repos.update({f"{namespace}/{name}" for name in ("cpu", "rocm-base", "rocm", "cache")})
@@ -339,7 +340,7 @@ def fork_caller_run(act, session):
     staging = f"{session.local['GHBUILD_LOCAL_STAGING']}/{namespace}"
     session.created_repos.update({f"{namespace}/cpu", f"{namespace}/cache"})
     session.used_shas.add(sha)
-    env = {"GHBUILD_IMAGES_CPU_TARGET": None,      # the fork's cpu image has no sccache stage
+    env = {"GHBUILD_IMAGES_CPU_TARGET": None,      # the fork's cpu image has no os-base stage
            "GHBUILD_REGISTRIES_STAGING": f"{staging}/{{image}}", "GHBUILD_REGISTRIES_CACHE": f"{staging}/cache",
            "GHBUILD_REGISTRIES_PUBLISH": None}
     run = act.run("fork-caller-push", "push", ".github/workflows/images.yml",
