@@ -52,6 +52,7 @@ STANDIN_FOR = {
     "actions/upload-artifact": "upload-artifact",
     "actions/download-artifact": "download-artifact",
     "actions/cache": "cache",
+    "pypa/gh-action-pypi-publish": "pypi-publish",
 }
 # act copies the local tree for these: no stand-in.
 ACT_BUILTIN = {"actions/checkout"}
