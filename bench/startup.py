@@ -25,6 +25,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def first_output(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, 
         if not ready:
             raise SystemExit(f"{' '.join(cmd)}: no output within 30 s")
     finally:
-        proc.kill()
+        os.kill(proc.pid, signal.SIGKILL)   # not proc.kill(): it may reap the child, and wait4 needs to
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
