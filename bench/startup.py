@@ -12,7 +12,10 @@ first output are listed (from -X importtime of one more run).
 
 Goal (issue 14): every command's first output within 0.1 s of the bare interpreter's start-up.
 
-Usage: .venv/bin/python bench/startup.py [--runs 15] [--only plan,publish]
+With --before REF, the package as it was at git REF (extracted to a temporary folder and put first on
+PYTHONPATH) runs interleaved with the current one, so a change is measured before and after in one run.
+
+Usage: .venv/bin/python bench/startup.py [--runs 15] [--only plan,publish] [--before main]
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import argparse
 import json
 import os
 import select
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -65,8 +70,11 @@ COMMANDS = {
 }
 
 
-def first_output(cmd: list[str], env: dict[str, str], cwd: str) -> float:
-    """Seconds from start to the first byte on stdout or stderr (or to exit, if it prints nothing)."""
+def first_output(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """(wall, CPU) seconds from start to the first byte on stdout or stderr (or to exit, if it prints nothing).
+
+    CPU is the process's user + system time up to the moment it is killed (from wait4), subprocesses it
+    waited for included: on a busy machine the wall time grows with the load, the CPU time much less."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -74,10 +82,13 @@ def first_output(cmd: list[str], env: dict[str, str], cwd: str) -> float:
         elapsed = time.perf_counter() - start
         if not ready:
             raise SystemExit(f"{' '.join(cmd)}: no output within 30 s")
-        return elapsed
     finally:
-        proc.kill()
-        proc.communicate()
+        os.kill(proc.pid, signal.SIGKILL)   # not proc.kill(): it may reap the child, and wait4 needs to
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.stdout.close()
+        proc.stderr.close()
+    return elapsed, usage.ru_utime + usage.ru_stime
 
 
 def heavy_imports(cmd: list[str], env: dict[str, str], cwd: str) -> list[str]:
@@ -98,13 +109,25 @@ def heavy_imports(cmd: list[str], env: dict[str, str], cwd: str) -> list[str]:
     return sorted(found)
 
 
+def _extract(ref: str, into: str) -> None:
+    """The ghbuild package as committed at `ref` (plus the generated _version.py, which git does not hold)."""
+    repo = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "ghbuild"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    shutil.copy(repo / "ghbuild" / "_version.py", Path(into, "ghbuild", "_version.py"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--only", help="comma-separated command names (default: all)")
+    parser.add_argument("--before", metavar="REF", help="also run the package as it was at this git ref")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(COMMANDS)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as old:
+        if args.before:
+            _extract(args.before, old)
         Path(tmp, "ghbuild.toml").write_text(CONFIG)
         Path(tmp, "Dockerfile").write_text("FROM scratch\n")
         Path(tmp, "records").mkdir()
@@ -112,26 +135,43 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_", "PYTHON"))}
         env.update(GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(Path(tmp, "event.json")),
                    GITHUB_REPOSITORY="example/project", GITHUB_REF="refs/heads/main", GITHUB_SHA=SHA)
+        old_env = {**env, "PYTHONPATH": old}
         ghbuild = [sys.executable, "-m", "ghbuild"]
         base = [sys.executable, "-c", "pass"]
         for name in names:   # once each: bytecode written, page cache warm
             first_output([*ghbuild, *COMMANDS[name]], env, tmp)
+            if args.before:
+                first_output([*ghbuild, *COMMANDS[name]], old_env, tmp)
         first_output(base, env, tmp)
-        samples: dict[str, list[float]] = {name: [] for name in ["python -c pass", *names]}
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in ["python -c pass", *names]}
+        before: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
         for _ in range(args.runs):
             samples["python -c pass"].append(first_output(base, env, tmp))
             for name in names:
+                if args.before:
+                    before[name].append(first_output([*ghbuild, *COMMANDS[name]], old_env, tmp))
                 samples[name].append(first_output([*ghbuild, *COMMANDS[name]], env, tmp))
         heavy = {name: heavy_imports([*ghbuild, *COMMANDS[name]], env, tmp) for name in names}
-    bare = statistics.median(samples["python -c pass"])
-    print(f"{args.runs} interleaved runs each; first byte of output, median (ms)")
-    print(f"{'command':<22} {'median':>8} {'over bare':>10}  heavy imports before it")
-    print(f"{'python -c pass':<22} {bare * 1000:8.1f} {'':>10}")
+
+    def med(runs: list[tuple[float, float]], which: int) -> float:
+        return statistics.median(run[which] for run in runs) * 1000
+
+    bare, bare_cpu = med(samples["python -c pass"], 0), med(samples["python -c pass"], 1)
+    print(f"{args.runs} interleaved runs each; until the first byte of output, medians in ms: wall (over bare "
+          f"python) and CPU (over bare python){'; before = the package at ' + args.before if args.before else ''}")
+    was = f" {'before: wall':>16} {'cpu':>14} |" if args.before else ""
+    print(f"{'command':<24}{was} {'wall':>16} {'cpu':>14}   heavy imports before it")
+    print(f"{'python -c pass':<24}{' ' * len(was)} {bare:7.1f}{'':>9} {bare_cpu:6.1f}")
     worst = 0.0
     for name in names:
-        med = statistics.median(samples[name])
-        worst = max(worst, med - bare)
-        print(f"{'ghbuild ' + name:<22} {med * 1000:8.1f} {(med - bare) * 1000:+9.1f}   {', '.join(heavy[name]) or '-'}")
+        wall, cpu = med(samples[name], 0), med(samples[name], 1)
+        worst = max(worst, (wall - bare) / 1000)
+        then = ""
+        if args.before:
+            old_wall, old_cpu = med(before[name], 0), med(before[name], 1)
+            then = f" {old_wall:7.1f} ({old_wall - bare:+6.1f}) {old_cpu:6.1f} ({old_cpu - bare_cpu:+6.1f}) |"
+        print(f"{'ghbuild ' + name:<24}{then} {wall:7.1f} ({wall - bare:+6.1f}) {cpu:6.1f} ({cpu - bare_cpu:+6.1f})   "
+              f"{', '.join(heavy[name]) or '-'}")
     ok = worst <= GOAL_SECONDS
     print(f"goal (every command <= {GOAL_SECONDS * 1000:.0f} ms over bare python): {'met' if ok else 'NOT met'} "
           f"(worst {worst * 1000:+.1f} ms)")

@@ -206,13 +206,38 @@ def _describe_all(subparsers, prefix: str = "") -> None:
                 _describe_all(action, f"{prefix}{name} ")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _OnlyCommand:
+    """The subparsers action as `build_parser` fills it when one command is run: that command's parser is
+    built in full, every other command gets an `_Unbuilt` that takes its arguments and keeps nothing
+    (building all of them cost every start-up about as much as loading a config)."""
+
+    def __init__(self, action, command: str):
+        self._action, self._command = action, command
+
+    def add_parser(self, name: str, **kwargs):
+        return self._action.add_parser(name, **kwargs) if name == self._command else _Unbuilt()
+
+    def __getattr__(self, name: str):
+        return getattr(self._action, name)
+
+
+class _Unbuilt:
+    """Any parser method: does nothing, returns itself (for a parser, group or subparsers action)."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `command`, only that command's parser is built (enough to run it)."""
     parser = _Parser(prog="ghbuild", description="Container-image CI for large native projects on GitHub Actions.",
                      epilog="examples:\n  ghbuild plan\n  ghbuild build --image cpu --arch amd64 --dry-run\n"
                             "  ghbuild COMMAND --help\n\n" + help_epilog(),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ghbuild {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    if command:
+        sub = _OnlyCommand(sub, command)
 
     p = sub.add_parser("plan", help="show what this event builds, where, with which caches and tags")
     p.add_argument("--config", metavar="PATH", help="config file (default: ghbuild.toml, or [tool.ghbuild] "
@@ -802,7 +827,10 @@ COMMANDS = {"plan": cmd_plan, "matrix": cmd_matrix, "build": cmd_build, "identit
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    # The command comes first (the top level has only --help and --version); anything else, such as a
+    # typo, gets the whole parser, which lists every command.
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
         if not args.command:

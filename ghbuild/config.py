@@ -14,11 +14,10 @@ import re
 import tomllib
 from collections.abc import Mapping
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ghbuild import naming, sccache
+from ghbuild import naming, sccache, schema_check
 from ghbuild.errors import ConfigError, InvalidReferenceError
 from ghbuild.options import (
     ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, DEFAULT_SCCACHE_HELPER_IMAGE, BuildOptions, IdentityOptions, ImageOptions, Options,
@@ -41,7 +40,9 @@ _SECRET_NAME_RE = re.compile(
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
     """The JSON schema of the config file (also printed by `ghbuild schema`)."""
-    text = resources.files("ghbuild").joinpath("resources/ghbuild.schema.json").read_text("utf-8")
+    # A file next to this module (ghbuild is never imported from a zip): importlib.resources would import
+    # zipfile and its readers (~30 ms) at every start of a command that loads a config.
+    text = (Path(__file__).parent / "resources" / "ghbuild.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
@@ -298,24 +299,22 @@ def _located(path: Path, detail: str, key: str | None = None, line: int | None =
     return ConfigError(detail, file=str(path), line=line, col=col)
 
 
-# JSON Schema patterns are ECMA-262 regexes, whose `$` matches only at the very end of the text;
-# Python's `$` also matches before a final newline, so "runtime\n" (a YAML block scalar in a
-# GHBUILD_* variable) would pass `^[A-Za-z0-9][A-Za-z0-9_.-]*$`. Validate with `\Z` instead.
-_PATTERN_END = re.compile(r"(?<!\\)\$")
-
-
 @lru_cache(maxsize=1)
 def _validator_class():
-    from jsonschema import Draft202012Validator, ValidationError, validators  # lazy: only with config to check
+    from jsonschema import Draft202012Validator, ValidationError, validators  # lazy: only for a config with errors
 
     def pattern(validator, patrn, instance, subschema):
-        if validator.is_type(instance, "string") and not re.search(_PATTERN_END.sub(r"\\Z", patrn), instance):
+        if validator.is_type(instance, "string") and not schema_check.compiled_pattern(patrn).search(instance):
             yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
     return validators.extend(Draft202012Validator, {"pattern": pattern})
 
 
 def _schema_errors(data: dict[str, Any], where: _Where) -> None:
+    # The quick check says yes only where jsonschema would find nothing: a valid config is not made to
+    # import jsonschema (~0.1 s); every other one, and every error message, goes through jsonschema.
+    if schema_check.surely_valid(data, schema()):
+        return
     validator = _validator_class()(schema())
     # At one path, an unknown key comes first: it is usually a typo that also explains a missing one
     # (`dockerfle = ...` is reported as unknown, with the suggestion, not as "'dockerfile' is required").

@@ -57,13 +57,14 @@ def ecr_credentials(host: str, session=None) -> Credentials:
 
 def _from_docker_config(host: str, env: Mapping[str, str]) -> Credentials | None:
     """What the Docker client config holds for `host`, credential helpers run (with `env`) when it names one."""
-    from docker import auth, errors
-
     from ghbuild.docker_client import docker_config_file
 
     path = docker_config_file(env)
     if not os.path.isfile(path):   # else the SDK falls back to this process's own config
         return None
+    require("docker", "docker", f"reading registry credentials from {path}")   # lazy: only with a config file
+    from docker import auth, errors
+
     try:
         with warnings.catch_warnings():   # a helper not on PATH: anonymous, and the registry's 401 says so
             warnings.simplefilter("ignore")

@@ -23,7 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ghbuild import lease, naming, registry, tag_moves
+from ghbuild import naming
+# ghbuild.registry (with requests and urllib3), ghbuild.lease and ghbuild.tag_moves are imported by the
+# functions that talk to a registry: a publish refused before its first request (no build records, a pull
+# request, a bad version) does not pay for them.
 from ghbuild.config import expand_repository
 from ghbuild.errors import ConfigError, PublishError, UsageError
 from ghbuild.options import Options
@@ -205,6 +208,8 @@ class _Prepared:
 def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool,
              log: Callable[[str], None]) -> _Prepared:
     """Step 1, reads only: every arch present and what it claims to be; the copy and index actions."""
+    from ghbuild import registry
+
     result = PublishResult(image=plan.image, dry_run=dry_run)
     s_host, s_repo = naming.split_repository(plan.staging)
     p_host, p_repo = naming.split_repository(plan.publish)
@@ -245,6 +250,8 @@ def _transfer(prep: _Prepared, stats: registry.CopyStats, log: Callable[[str], N
 
 
 def _tag_moves(prep: _Prepared) -> list[tag_moves.TagMove]:
+    from ghbuild import tag_moves
+
     plan, moves = prep.plan, []
     for source in plan.sources:
         m = prep.manifests[source.arch]
@@ -286,6 +293,8 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
     to (`commit_time`, Unix seconds, against the lease's record) creates its own immutable tags and
     leaves the moving ones alone.
     """
+    from ghbuild import registry, tag_moves
+
     prepared = [_prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
     stats = {id(p): registry.CopyStats() for p in prepared}
     for prep in prepared:
@@ -325,6 +334,8 @@ def _locked_tag_phase(moves: list[tag_moves.TagMove], kind: str, sha: str, commi
                       ) -> tuple[list[tag_moves.TagMove], tag_moves.TagPhase]:
     """The tag phase under the lease of every publish repository involved (taken in name order, so two
     runs never wait for each other crosswise); the tags are read again once the leases are held."""
+    from ghbuild import lease, tag_moves
+
     leases: list[lease.Lease] = []
     holder = f"{kind} of {sha}"
     try:
@@ -366,6 +377,8 @@ def _superseded(found: lease.LeaseState, sha: str, commit_time: int | None) -> b
 def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_repo: str,
                  manifests: list[registry.Manifest], stats: registry.CopyStats, log) -> None:
     """Copy the per-arch images at the same time: one arch's upload overlaps the other's."""
+    from ghbuild import registry
+
     if len(manifests) <= 1:
         for manifest in manifests:
             registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log)
@@ -631,7 +644,10 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
                                                                      and env.get("GITHUB_REPOSITORY")):
         raise UsageError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
                          "(or pass --no-github-release)")
-    factory = factory or registry.client_factory(env, log)
+    if factory is None:
+        from ghbuild import registry
+
+        factory = registry.client_factory(env, log)
     if kind == "release":
         plans = _release_plans(options, images, sha, owner, version, factory, warn, recorded, source_url)
     else:

@@ -603,6 +603,18 @@ def test_every_command_help_has_a_description_and_an_example(name):
     assert examples and all(line.startswith("  ") and name.split()[0] in line for line in examples), text
 
 
+@pytest.mark.parametrize("command", sorted(__import__("ghbuild.cli").cli.COMMANDS))
+def test_a_command_run_alone_gets_the_same_parser_as_in_the_whole_command_line(command):
+    """main() builds only the parser of the command it runs: its help, its subcommands and their help are
+    those of the whole parser."""
+    from ghbuild import cli
+
+    whole = {name: sub.format_help() for name, sub in _commands(cli.build_parser())
+             if name.split()[0] == command}
+    alone = {name: sub.format_help() for name, sub in _commands(cli.build_parser(command))}
+    assert alone == whole
+
+
 def test_prune_takes_dry_run_explicitly_and_refuses_it_with_apply():
     from ghbuild import cli
 

@@ -69,3 +69,16 @@ def test_a_missing_helper_or_config_means_the_next_source(docker_home):
         "github-actions", "ghs_x")
     write_config({"credHelpers": {"registry.example.com": "not-installed"}})
     assert credentials.for_host("registry.example.com", env) is None
+
+
+def test_a_light_install_reads_no_docker_config_it_does_not_have(docker_home, monkeypatch):
+    """Without the docker extra (no Docker SDK): no config file means the next source, a config file means a
+    one-line error naming the extra, never an ImportError."""
+    from ghbuild.errors import UsageError
+
+    env, write_config, _ = docker_home
+    monkeypatch.setitem(__import__("sys").modules, "docker", None)    # what `import docker` meets without it
+    assert credentials.for_host("ghcr.io", {**env, "GITHUB_TOKEN": "t"}) == credentials.Credentials("github-actions", "t")
+    write_config({"auths": {"ghcr.io": {"auth": base64.b64encode(b"u:p").decode()}}})
+    with pytest.raises(UsageError, match=r"needs the Python package 'docker'.*ghbuild\[docker\]"):
+        credentials.for_host("ghcr.io", env)

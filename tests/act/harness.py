@@ -52,6 +52,7 @@ STANDIN_FOR = {
     "actions/upload-artifact": "upload-artifact",
     "actions/download-artifact": "download-artifact",
     "actions/cache": "cache",
+    "pypa/gh-action-pypi-publish": "pypi-publish",
 }
 # act copies the local tree for these: no stand-in.
 ACT_BUILTIN = {"actions/checkout"}
@@ -214,6 +215,10 @@ def build_wheelhouse(dest: Path, timeout: float = 600) -> Path:
     offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
     wanted = list(project["build-system"]["requires"]) + list(project["project"]["dependencies"])
+    # The extras the setup action installs by default (`all` = aws + docker): every requirement of every
+    # extra but the test one, without ghbuild's references to its own extras.
+    wanted += [req for extra, reqs in project["project"]["optional-dependencies"].items() if extra != "test"
+               for req in reqs if not req.startswith("ghbuild")]
     dest.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
                            "--only-binary=:all:", "--dest", str(dest), *wanted],

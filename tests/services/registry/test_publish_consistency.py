@@ -19,7 +19,7 @@ import pytest
 
 from fakes.faultproxy import FaultProxy
 from fakes.oci import RegistryClient, push_dated
-from ghbuild import publish, retention, tag_moves
+from ghbuild import publish, registry, retention, tag_moves
 from ghbuild.errors import PublishError
 from ghbuild.lease import LEASE_TAG
 from ghbuild.options import ImageOptions, Options, PublishOptions
@@ -198,8 +198,8 @@ def test_rollback_leaves_a_tag_that_another_writer_moved_since(reg, registry_url
     amd = reg.get_manifest("stage/app", records["app-amd64"]["digest"])
     arm = reg.get_manifest("stage/app", records["app-arm64"]["digest"])
     for manifest in (amd, arm):     # what the copy phase would have put there
-        publish.registry.copy_image(Registry(host, log=lambda m: None), "stage/app", manifest.digest, dst, "hub/app", (),
-                                    publish.registry.CopyStats())
+        registry.copy_image(Registry(host, log=lambda m: None), "stage/app", manifest.digest, dst, "hub/app", (),
+                            registry.CopyStats())
     moves = tag_moves.read_previous([
         tag_moves.TagMove("hub/app", "hub/app", dst, "nightly-x86_64", amd.digest, amd.body, amd.media_type,
                           tag_moves.MOVING_ARCH),
