@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ghbuild import naming
 # ghbuild.registry (with requests and urllib3), ghbuild.lease and ghbuild.tag_moves are imported by the
@@ -30,6 +30,9 @@ from ghbuild import naming
 from ghbuild.config import expand_repository
 from ghbuild.errors import ConfigError, PublishError, UsageError
 from ghbuild.options import Options
+
+if TYPE_CHECKING:   # annotations only
+    from ghbuild import lease, registry, tag_moves
 
 UNAME_ARCH = {"amd64": "amd64", "arm64": "arm64"}
 
