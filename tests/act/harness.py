@@ -86,6 +86,11 @@ def project_files() -> list[str]:
 def _commit(dest: Path, origin: str, message: str) -> str:
     _git(dest, "init", "-q", "-b", "main")
     _git(dest, "remote", "add", "origin", f"https://github.com/{origin}.git")
+    return commit_all(dest, message)
+
+
+def commit_all(dest: Path, message: str) -> str:
+    """Commit everything in the repository at dest (a later commit of a test's repository); returns its sha."""
     _git(dest, "add", "-A")
     ident = {"GIT_AUTHOR_NAME": "ghbuild act test", "GIT_AUTHOR_EMAIL": "act@ghbuild.invalid",
              "GIT_COMMITTER_NAME": "ghbuild act test", "GIT_COMMITTER_EMAIL": "act@ghbuild.invalid"}
@@ -104,6 +109,33 @@ def make_tree(dest: Path, message: str) -> str:
         elif src.is_file():
             shutil.copy2(src, dst)
     return _commit(dest, SELF_REPOSITORY, message)
+
+
+def ghbuild_checkout(scratch: Path, message: str) -> tuple[Path, str, dict[str, int], Path]:
+    """What every act session needs first: the tools (a missing one fails the test), ghbuild's working state
+    as a throwaway commit at scratch/repo with its `$/` references rewritten for act, and the wheelhouse
+    ghbuild's setup action installs from. Returns (tree, sha, rewrites, wheelhouse)."""
+    import pytest
+
+    missing = prerequisites()
+    if missing:
+        pytest.fail("; ".join(missing), pytrace=False)
+    tree = scratch / "repo"
+    sha = make_tree(tree, message)
+    rewrites = rewrite_self_references(tree, sha)
+    return tree, sha, rewrites, build_wheelhouse(scratch / "wheelhouse")
+
+
+def runner_env(local: dict[str, str], sccache: dict[str, str], wheelhouse: Path) -> dict[str, str]:
+    """The environment of act's steps, as a self-hosted runner image would set it up: the engine and the
+    local base image (from .ghbuild/local.env), S3 for sccache (`sccache`: the GHBUILD_SCCACHE_* settings of
+    the test session) and ghbuild's setup action installing from the wheelhouse instead of PyPI. Registries
+    are each test's own (its namespace)."""
+    env = {key: local[key] for key in ("DOCKER_HOST", "GHBUILD_DOCKER_CLI", "GHBUILD_BUILD_BASE_IMAGE")}
+    env.update({key: sccache[key] for key in ("GHBUILD_SCCACHE_BUCKET", "GHBUILD_SCCACHE_ENDPOINT",
+                                              "GHBUILD_SCCACHE_REGION", "GHBUILD_SCCACHE_KEY_PREFIX")})
+    env.update({"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse), "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    return env
 
 
 def make_repository(dest: Path, files: dict[str, str], origin: str, message: str) -> str:
