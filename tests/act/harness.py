@@ -11,8 +11,9 @@ What the harness does, and why:
   reusable workflow to `./path` (act reads it from the tree), an action to `ghbuild/ghbuild/path@<sha>`
   served from the tree by `--local-repository ghbuild/ghbuild@<sha>=<tree>` (downloaded outside the
   workspace, as on GitHub). The rewrites are counted, so a workflow that drops `$/` is noticed.
-- Third-party actions, pinned by SHA, are mapped to the stand-ins in standins/ with --local-repository
-  (a pinned action without a stand-in is an error, not a skipped step). actions/checkout is act's own:
+- Third-party actions that the run reaches (its workflow, the workflows and actions it calls), pinned by
+  SHA, are mapped to the stand-ins in standins/ with --local-repository (a pinned action without a
+  stand-in is an error, not a skipped step; a workflow act never loads, e.g. ghbuild's own release, needs none). actions/checkout is act's own:
   a copy of the tree.
 - act starts with an environment built from nothing (a PATH without any ghbuild, HOME, TMPDIR):
   host-mode steps inherit act's environment, and a developer's credentials or GHBUILD_* variables must
@@ -171,24 +172,57 @@ def rewrite_self_references(tree: Path, sha: str) -> dict[str, int]:
     return counts
 
 
-def pinned_actions(tree: Path) -> set[tuple[str, str]]:
-    """(owner/repo, sha) of every SHA-pinned remote action or workflow the tree's .github uses."""
+def _uses(path: Path) -> list[str]:
+    return [m.group(2).strip("'\"") for m in USES_RE.finditer(path.read_text("utf-8"))]
+
+
+def _definition(folder: Path) -> Path:
+    """A workflow file as it is; an action folder's action.yml (or .yaml)."""
+    if folder.is_file():
+        return folder
+    return next((p for p in (folder / "action.yml", folder / "action.yaml") if p.is_file()), folder / "action.yml")
+
+
+def reachable(tree: Path, workflow: Path) -> list[Path]:
+    """The workflow act runs and every workflow and action it reaches: `./…` in the repository the file
+    belongs to, `$/…` and `ghbuild/ghbuild/…@<sha>` in ghbuild's tree. Other workflows of the tree are never loaded."""
+    found: list[Path] = []
+    todo = [(workflow.parents[2], workflow)]            # (repository root, file); workflows sit in .github/workflows
+    while todo:
+        root, path = todo.pop()
+        if path in found:
+            continue
+        if not path.is_file():
+            raise HarnessError(f"{path}: referenced by a workflow, not in the tree")
+        found.append(path)
+        for target in _uses(path):
+            if target.startswith("./"):
+                todo.append((root, _definition(root / target[2:])))
+            elif target.startswith("$/"):
+                todo.append((tree, _definition(tree / target[2:])))
+            elif target.startswith(SELF_REPOSITORY + "/"):
+                todo.append((tree, _definition(tree / target[len(SELF_REPOSITORY) + 1:].split("@")[0])))
+    return found
+
+
+def pinned_actions(files: list[Path]) -> set[tuple[str, str]]:
+    """(owner/repo, sha) of every SHA-pinned remote action or workflow these files use."""
     found = set()
-    for path in (tree / ".github").rglob("*.y*ml"):
-        for m in USES_RE.finditer(path.read_text("utf-8")):
-            target = m.group(2).strip("'\"")
+    for path in files:
+        for target in _uses(path):
             if target.startswith(("./", "$/", "docker://")) or target.startswith(SELF_REPOSITORY + "/"):
                 continue
             pin = PINNED_RE.match(target)
             if not pin:
-                raise HarnessError(f"{path.relative_to(tree)}: `uses: {target}` is not pinned by a full SHA")
+                raise HarnessError(f"{path}: `uses: {target}` is not pinned by a full SHA")
             found.add((pin.group(1), pin.group(3)))
     return found
 
 
-def local_repository_flags(tree: Path, sha: str) -> list[str]:
+def local_repository_flags(tree: Path, sha: str, files: list[Path]) -> list[str]:
+    """ghbuild's tree as ghbuild/ghbuild@sha, and a stand-in for each third-party action the run reaches."""
     flags = ["--local-repository", f"{SELF_REPOSITORY}@{sha}={tree}"]
-    for repo, pin in sorted(pinned_actions(tree)):
+    for repo, pin in sorted(pinned_actions(files)):
         if repo in ACT_BUILTIN:
             continue
         if repo not in STANDIN_FOR:
@@ -368,7 +402,7 @@ class Act:
             argv += ["-P", f"{platform}=-self-hosted"]
         for key, value in (inputs or {}).items():
             argv += ["--input", f"{key}={value}"]
-        argv += local_repository_flags(self.tree, self.sha)
+        argv += local_repository_flags(self.tree, self.sha, reachable(self.tree, tree / workflow))
         log_path = folder / "act.log"
         start = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log:
