@@ -276,10 +276,13 @@ def event_payload(kind: str, sha: str, repository: str = SELF_REPOSITORY, **inpu
 
 
 def build_wheelhouse(dest: Path, timeout: float = 600) -> Path:
-    """ghbuild's dependencies and its build backend as wheels, so that the `setup` action installs
-    offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests)."""
+    """ghbuild's dependencies, its `aws` and `docker` extras and its build backend as wheels, so that the
+    `setup` action installs offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
-    wanted = list(project["build-system"]["requires"]) + list(project["project"]["dependencies"])
+    extras = project["project"]["optional-dependencies"]
+    # What setup installs: the dependencies and, in the build jobs, the extras `all` names (aws, docker).
+    wanted = (list(project["build-system"]["requires"]) + list(project["project"]["dependencies"])
+              + [req for name in ("aws", "docker") for req in extras[name]])
     dest.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
                            "--only-binary=:all:", "--dest", str(dest), *wanted],
