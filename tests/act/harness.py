@@ -11,8 +11,9 @@ What the harness does, and why:
   reusable workflow to `./path` (act reads it from the tree), an action to `ghbuild/ghbuild/path@<sha>`
   served from the tree by `--local-repository ghbuild/ghbuild@<sha>=<tree>` (downloaded outside the
   workspace, as on GitHub). The rewrites are counted, so a workflow that drops `$/` is noticed.
-- Third-party actions, pinned by SHA, are mapped to the stand-ins in standins/ with --local-repository
-  (a pinned action without a stand-in is an error, not a skipped step). actions/checkout is act's own:
+- Third-party actions that the run reaches (its workflow, the workflows and actions it calls), pinned by
+  SHA, are mapped to the stand-ins in standins/ with --local-repository (a pinned action without a
+  stand-in is an error, not a skipped step; a workflow act never loads, e.g. ghbuild's own release, needs none). actions/checkout is act's own:
   a copy of the tree.
 - act starts with an environment built from nothing (a PATH without any ghbuild, HOME, TMPDIR):
   host-mode steps inherit act's environment, and a developer's credentials or GHBUILD_* variables must
@@ -87,6 +88,11 @@ def project_files() -> list[str]:
 def _commit(dest: Path, origin: str, message: str) -> str:
     _git(dest, "init", "-q", "-b", "main")
     _git(dest, "remote", "add", "origin", f"https://github.com/{origin}.git")
+    return commit_all(dest, message)
+
+
+def commit_all(dest: Path, message: str) -> str:
+    """Commit everything in the repository at dest (a later commit of a test's repository); returns its sha."""
     _git(dest, "add", "-A")
     ident = {"GIT_AUTHOR_NAME": "ghbuild act test", "GIT_AUTHOR_EMAIL": "act@ghbuild.invalid",
              "GIT_COMMITTER_NAME": "ghbuild act test", "GIT_COMMITTER_EMAIL": "act@ghbuild.invalid"}
@@ -105,6 +111,35 @@ def make_tree(dest: Path, message: str) -> str:
         elif src.is_file():
             shutil.copy2(src, dst)
     return _commit(dest, SELF_REPOSITORY, message)
+
+
+def ghbuild_checkout(scratch: Path, message: str) -> tuple[Path, str, dict[str, int], Path]:
+    """What every act session needs first: the tools (a missing one fails the test), ghbuild's working state
+    as a throwaway commit at scratch/repo with its `$/` references rewritten for act, and the wheelhouse
+    ghbuild's setup action installs from. Returns (tree, sha, rewrites, wheelhouse)."""
+    import pytest
+
+    missing = prerequisites()
+    if missing:
+        pytest.fail("; ".join(missing), pytrace=False)
+    tree = scratch / "repo"
+    sha = make_tree(tree, message)
+    rewrites = rewrite_self_references(tree, sha)
+    return tree, sha, rewrites, build_wheelhouse(scratch / "wheelhouse")
+
+
+def runner_env(local: dict[str, str], sccache: dict[str, str], wheelhouse: Path) -> dict[str, str]:
+    """The environment of act's steps, as a self-hosted runner image would set it up: the engine and the
+    local base image (from .ghbuild/local.env), S3 for sccache (`sccache`: the GHBUILD_SCCACHE_* settings of
+    the test session) and ghbuild's setup action installing from the wheelhouse instead of PyPI. Registries
+    are each test's own (its namespace)."""
+    env = {key: local[key] for key in ("DOCKER_HOST", "GHBUILD_DOCKER_CLI", "GHBUILD_BUILD_BASE_IMAGE")}
+    env.update({key: sccache[key] for key in ("GHBUILD_SCCACHE_BUCKET", "GHBUILD_SCCACHE_ENDPOINT",
+                                              "GHBUILD_SCCACHE_REGION", "GHBUILD_SCCACHE_KEY_PREFIX")})
+    env.update({"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse), "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    if local.get("GHBUILD_SCCACHE_HELPER_IMAGE"):   # the helper `make infra-up` pushed (no ghcr.io here)
+        env["GHBUILD_SCCACHE_HELPER_IMAGE"] = local["GHBUILD_SCCACHE_HELPER_IMAGE"]
+    return env
 
 
 def make_repository(dest: Path, files: dict[str, str], origin: str, message: str) -> str:
@@ -140,24 +175,57 @@ def rewrite_self_references(tree: Path, sha: str) -> dict[str, int]:
     return counts
 
 
-def pinned_actions(tree: Path) -> set[tuple[str, str]]:
-    """(owner/repo, sha) of every SHA-pinned remote action or workflow the tree's .github uses."""
+def _uses(path: Path) -> list[str]:
+    return [m.group(2).strip("'\"") for m in USES_RE.finditer(path.read_text("utf-8"))]
+
+
+def _definition(folder: Path) -> Path:
+    """A workflow file as it is; an action folder's action.yml (or .yaml)."""
+    if folder.is_file():
+        return folder
+    return next((p for p in (folder / "action.yml", folder / "action.yaml") if p.is_file()), folder / "action.yml")
+
+
+def reachable(tree: Path, workflow: Path) -> list[Path]:
+    """The workflow act runs and every workflow and action it reaches: `./…` in the repository the file
+    belongs to, `$/…` and `ghbuild/ghbuild/…@<sha>` in ghbuild's tree. Other workflows of the tree are never loaded."""
+    found: list[Path] = []
+    todo = [(workflow.parents[2], workflow)]            # (repository root, file); workflows sit in .github/workflows
+    while todo:
+        root, path = todo.pop()
+        if path in found:
+            continue
+        if not path.is_file():
+            raise HarnessError(f"{path}: referenced by a workflow, not in the tree")
+        found.append(path)
+        for target in _uses(path):
+            if target.startswith("./"):
+                todo.append((root, _definition(root / target[2:])))
+            elif target.startswith("$/"):
+                todo.append((tree, _definition(tree / target[2:])))
+            elif target.startswith(SELF_REPOSITORY + "/"):
+                todo.append((tree, _definition(tree / target[len(SELF_REPOSITORY) + 1:].split("@")[0])))
+    return found
+
+
+def pinned_actions(files: list[Path]) -> set[tuple[str, str]]:
+    """(owner/repo, sha) of every SHA-pinned remote action or workflow these files use."""
     found = set()
-    for path in (tree / ".github").rglob("*.y*ml"):
-        for m in USES_RE.finditer(path.read_text("utf-8")):
-            target = m.group(2).strip("'\"")
+    for path in files:
+        for target in _uses(path):
             if target.startswith(("./", "$/", "docker://")) or target.startswith(SELF_REPOSITORY + "/"):
                 continue
             pin = PINNED_RE.match(target)
             if not pin:
-                raise HarnessError(f"{path.relative_to(tree)}: `uses: {target}` is not pinned by a full SHA")
+                raise HarnessError(f"{path}: `uses: {target}` is not pinned by a full SHA")
             found.add((pin.group(1), pin.group(3)))
     return found
 
 
-def local_repository_flags(tree: Path, sha: str) -> list[str]:
+def local_repository_flags(tree: Path, sha: str, files: list[Path]) -> list[str]:
+    """ghbuild's tree as ghbuild/ghbuild@sha, and a stand-in for each third-party action the run reaches."""
     flags = ["--local-repository", f"{SELF_REPOSITORY}@{sha}={tree}"]
-    for repo, pin in sorted(pinned_actions(tree)):
+    for repo, pin in sorted(pinned_actions(files)):
         if repo in ACT_BUILTIN:
             continue
         if repo not in STANDIN_FOR:
@@ -211,8 +279,8 @@ def event_payload(kind: str, sha: str, repository: str = SELF_REPOSITORY, **inpu
 
 
 def build_wheelhouse(dest: Path, timeout: float = 600) -> Path:
-    """ghbuild's dependencies and its build backend as wheels, so that the `setup` action installs
-    offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests)."""
+    """ghbuild's dependencies, its `aws` and `docker` extras and its build backend as wheels, so that the
+    `setup` action installs offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
     wanted = list(project["build-system"]["requires"]) + list(project["project"]["dependencies"])
     # The extras the setup action installs by default (`all` = aws + docker): every requirement of every
@@ -341,7 +409,7 @@ class Act:
             argv += ["-P", f"{platform}=-self-hosted"]
         for key, value in (inputs or {}).items():
             argv += ["--input", f"{key}={value}"]
-        argv += local_repository_flags(self.tree, self.sha)
+        argv += local_repository_flags(self.tree, self.sha, reachable(self.tree, tree / workflow))
         log_path = folder / "act.log"
         start = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log:

@@ -64,35 +64,17 @@ class Suite(harness.Act):
 
 @pytest.fixture(scope="module")
 def act(session):
-    missing = harness.prerequisites()
-    if missing:
-        pytest.fail("; ".join(missing), pytrace=False)
     scratch = session.workdir / "act"
-    tree = scratch / "repo"
-    sha = harness.make_tree(tree, f"ghbuild act test, session {session.sid}")
-    rewrites = harness.rewrite_self_references(tree, sha)
-    wheelhouse = harness.build_wheelhouse(scratch / "wheelhouse")
+    tree, sha, rewrites, wheelhouse = harness.ghbuild_checkout(scratch, f"ghbuild act test, session {session.sid}")
     namespace = f"ghbuild-test-{session.sid}-act"
     local = session.local
     env = {
-        # The machine (as a self-hosted runner image would set it up): the engine, the local base image.
-        "DOCKER_HOST": local["DOCKER_HOST"],
-        "GHBUILD_DOCKER_CLI": local["GHBUILD_DOCKER_CLI"],
-        "GHBUILD_BUILD_BASE_IMAGE": local["GHBUILD_BUILD_BASE_IMAGE"],
-        # The project's registries and S3, pointed at the local services (a session namespace).
+        **harness.runner_env(local, session.base_env, wheelhouse),
+        # The project's registries, pointed at the local services (a session namespace).
         "GHBUILD_REGISTRIES_STAGING": f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}/{{image}}",
         "GHBUILD_REGISTRIES_CACHE": f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}/cache",
         "GHBUILD_REGISTRIES_PUBLISH": f"{local['GHBUILD_LOCAL_HUB']}/{namespace}/{{image}}",
-        "GHBUILD_SCCACHE_BUCKET": session.base_env["GHBUILD_SCCACHE_BUCKET"],
-        "GHBUILD_SCCACHE_ENDPOINT": session.base_env["GHBUILD_SCCACHE_ENDPOINT"],
-        "GHBUILD_SCCACHE_REGION": session.base_env["GHBUILD_SCCACHE_REGION"],
-        "GHBUILD_SCCACHE_KEY_PREFIX": session.key_prefix,
         "GHBUILD_IMAGES_CPU_TARGET": "os-base",
-        "GHBUILD_SCCACHE_HELPER_IMAGE": local["GHBUILD_SCCACHE_HELPER_IMAGE"],
-        # The setup action installs from this wheelhouse instead of PyPI.
-        "PIP_NO_INDEX": "1",
-        "PIP_FIND_LINKS": str(wheelhouse),
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }
     runner = Suite(tree=tree, sha=sha, scratch=scratch, env=env, rewrites=rewrites,
                    variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "python3 --version"},

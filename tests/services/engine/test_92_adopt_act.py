@@ -1,0 +1,247 @@
+"""Another repository adopts ghbuild with `ghbuild init`, and the caller workflow init wrote runs under act.
+
+The repository is not ghbuild: `acme/geometry-libs`, a new git repository generated here with two tiny CMake
+libraries (one C, one C++), a program that links both, and its own multi-stage Dockerfile (toolchain, a CMake
+build, a runtime stage). It is committed first as it was before adopting ghbuild; then, in it:
+
+1. `ghbuild init --diff --platform linux/amd64 --pin ghbuild/ghbuild@<sha>` (the ghbuild of this venv, as an
+   adopter's `pip install`; the pin names the ghbuild commit act will use) writes ghbuild.toml and
+   .github/workflows/images.yml, and prints the Dockerfile lines for sccache as a patch. Both files are
+   committed exactly as init wrote them. The patch must apply to the Dockerfile (`git apply --check`); it is
+   not applied here: its helper image (ghbuild-sccache) is not served by these local services.
+2. act runs images.yml for a push to the repository's default branch, with the secrets the workflow names.
+   ghbuild's reusable workflow and its `$/` actions come from a separate checkout of ghbuild (the harness's
+   throwaway tree, its own commit), mapped with --local-repository the way GitHub fetches
+   `ghbuild/ghbuild/.github/workflows/build-images.yml@<sha>`; only the adopter's repository is checked out.
+
+Checked in the registry and the engine, not only by act's exit code: the plan, build and summary jobs are green;
+the staging repository holds exactly `<sha>-x86_64` (a linux/amd64 image, a trusted push of the canonical
+repository), the digest the workflow's `digests` output names; that image runs the adopter's program, built
+from both libraries; nothing of ghbuild landed in the adopter's workspace.
+
+The machine's settings reach act's steps as a runner image would have them (the engine, the local base image,
+the local registries and S3 in place of ghcr.io and AWS), as in test_90_workflows_act.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+import uuid
+
+import pytest
+from act import harness
+
+from .enginelib import ghbuild_argv
+
+REPOSITORY = "acme/geometry-libs"
+IMAGE = "geometry-libs"          # init names the image of a root Dockerfile after the repository
+ACT_TIMEOUT = 1500
+
+DOCKERFILE = """\
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${BASE_IMAGE} AS toolchain
+RUN apt-get update -q \\
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends cmake make gcc g++ \\
+    && rm -rf /var/lib/apt/lists/*
+
+FROM toolchain AS build
+COPY CMakeLists.txt /src/CMakeLists.txt
+COPY libs /src/libs
+COPY app /src/app
+RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release \\
+    && cmake --build /build --parallel 2 \\
+    && cmake --install /build --prefix /out
+
+FROM ${BASE_IMAGE} AS runtime
+COPY --from=build /out/ /usr/local/
+CMD ["/usr/local/bin/shapes"]
+"""
+
+SOURCES = {
+    "CMakeLists.txt": """\
+        cmake_minimum_required(VERSION 3.16)
+        project(geometry_libs LANGUAGES C CXX)
+        add_subdirectory(libs/checksum)
+        add_subdirectory(libs/shapes)
+        add_subdirectory(app)
+        """,
+    "libs/checksum/CMakeLists.txt": """\
+        add_library(checksum STATIC checksum.c)
+        target_include_directories(checksum PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+        """,
+    "libs/checksum/checksum.h": """\
+        #ifdef __cplusplus
+        extern "C" {
+        #endif
+        unsigned adler32(const unsigned char *data, unsigned long size);
+        #ifdef __cplusplus
+        }
+        #endif
+        """,
+    "libs/checksum/checksum.c": """\
+        #include "checksum.h"
+        unsigned adler32(const unsigned char *data, unsigned long size) {
+            unsigned a = 1, b = 0;
+            for (unsigned long i = 0; i < size; ++i) { a = (a + data[i]) % 65521; b = (b + a) % 65521; }
+            return (b << 16) | a;
+        }
+        """,
+    "libs/shapes/CMakeLists.txt": """\
+        add_library(shapes STATIC shapes.cpp)
+        target_include_directories(shapes PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+        target_compile_features(shapes PUBLIC cxx_std_17)
+        """,
+    "libs/shapes/shapes.h": """\
+        #pragma once
+        namespace shapes { struct Rect { int w, h; int area() const; }; }
+        """,
+    "libs/shapes/shapes.cpp": """\
+        #include "shapes.h"
+        int shapes::Rect::area() const { return w * h; }
+        """,
+    "app/CMakeLists.txt": """\
+        add_executable(shapes_app main.cpp)
+        set_target_properties(shapes_app PROPERTIES OUTPUT_NAME shapes)
+        target_link_libraries(shapes_app PRIVATE shapes checksum)
+        install(TARGETS shapes_app RUNTIME DESTINATION bin)
+        """,
+    "app/main.cpp": """\
+        #include <cstdio>
+        #include "checksum.h"
+        #include "shapes.h"
+        int main() {
+            shapes::Rect r{3, 4};
+            const unsigned char text[] = "Wikipedia";
+            std::printf("area %d adler32 %08x\\n", r.area(), adler32(text, sizeof text - 1));
+            return 0;
+        }
+        """,
+}
+# What the program prints: 3 x 4, and Adler-32 of "Wikipedia" (the checksum's well-known example).
+EXPECTED_OUTPUT = "area 12 adler32 11e60398"
+
+
+def _run(argv: list[str], cwd, env: dict[str, str], timeout: float = 120, stdin: str | None = None):
+    return subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def adoption(session):
+    """ghbuild's separate checkout, and the adopter's repository before and after `ghbuild init`."""
+    scratch = session.workdir / "adopt-act"
+    ghbuild_tree, ghbuild_sha, _, wheelhouse = harness.ghbuild_checkout(
+        scratch, f"ghbuild for the adopter's act run, session {session.sid}")
+    repo = scratch / "geometry-libs"
+    files = {name: textwrap.dedent(text) for name, text in SOURCES.items()}
+    files["Dockerfile"] = DOCKERFILE
+    harness.make_repository(repo, files, REPOSITORY, f"geometry-libs, session {session.sid}")
+    # As an adopter runs it: at the repository's root, the environment of a developer's shell.
+    init = _run(ghbuild_argv() + ["init", "--diff", "--platform", "linux/amd64",
+                                  "--pin", f"{harness.SELF_REPOSITORY}@{ghbuild_sha}"],
+                repo, harness._base_env())
+    assert init.returncode == 0, f"ghbuild init exited {init.returncode}:\n{init.stderr}"
+    config = (repo / "ghbuild.toml").read_text("utf-8")
+    workflow = (repo / ".github/workflows/images.yml").read_text("utf-8")
+    sha = harness.commit_all(repo, "adopt ghbuild: ghbuild.toml and images.yml from ghbuild init")
+    return {"scratch": scratch, "wheelhouse": wheelhouse, "ghbuild_tree": ghbuild_tree, "ghbuild_sha": ghbuild_sha, "repo": repo,
+            "sha": sha, "init": init, "config": config, "workflow": workflow}
+
+
+@pytest.fixture(scope="module")
+def caller_run(session, adoption):
+    scratch, wheelhouse = adoption["scratch"], adoption["wheelhouse"]
+    local = session.local
+    namespace = f"ghbuild-test-{session.sid}-adopt"
+    staging = f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}"
+    env = {
+        **harness.runner_env(local, session.base_env, wheelhouse),
+        # The registries of the config init wrote (ghcr.io), pointed at the local staging registry.
+        "GHBUILD_REGISTRIES_STAGING": f"{staging}/{{image}}",
+        "GHBUILD_REGISTRIES_CACHE": f"{staging}/cache",
+    }
+    session.created_repos.update({f"{namespace}/{IMAGE}", f"{namespace}/cache"})
+    session.used_shas.update({adoption["sha"], adoption["ghbuild_sha"]})
+    aws_secret = session.base_env["AWS_SECRET_ACCESS_KEY"]
+    session.secrets.add(aws_secret)
+    # What GitHub gives a push to the canonical repository: the job token and the repository's secrets.
+    secrets = {"GITHUB_TOKEN": f"ghs_adopt{uuid.uuid4().hex}",
+               "AWS_ACCESS_KEY_ID": local["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": aws_secret}
+    act = harness.Act(tree=adoption["ghbuild_tree"], sha=adoption["ghbuild_sha"], scratch=scratch, env=env)
+    run = act.run("adopter-push", "push", ".github/workflows/images.yml",
+                  harness.event_payload("push", adoption["sha"], repository=REPOSITORY),
+                  secrets=secrets, tree=adoption["repo"], timeout=ACT_TIMEOUT)
+    run.namespace, run.secrets = namespace, set(secrets.values())
+    return run
+
+
+# --------------------------------------------------------------------------- what init wrote
+
+
+def test_init_wrote_the_config_and_a_workflow_pinned_to_the_ghbuild_commit(adoption):
+    config, workflow = adoption["config"], adoption["workflow"]
+    assert 'canonical-repository = "acme/geometry-libs"' in config
+    assert f"[images.{IMAGE}]" in config and 'target = "runtime"' in config
+    assert 'platforms = ["linux/amd64"]' in config
+    assert f"uses: ghbuild/ghbuild/.github/workflows/build-images.yml@{adoption['ghbuild_sha']}" in workflow
+    assert "permissions: {}" in workflow and "packages: write" in workflow
+
+
+def test_the_printed_sccache_lines_apply_to_the_dockerfile(adoption):
+    """init's --diff is a patch of the adopter's Dockerfile alone, and `git apply` takes it as printed."""
+    patch = adoption["init"].stdout
+    assert patch.startswith("--- a/Dockerfile\n+++ b/Dockerfile\n"), patch[:300]
+    assert "+FROM ${GHBUILD_SCCACHE_IMAGE} AS ghbuild-sccache" in patch
+    assert "/opt/ghbuild/bin/ghbuild-sccache run build -- " in patch
+    check = _run(["git", "apply", "--check", "-"], adoption["repo"], harness._base_env(), stdin=patch)
+    assert check.returncode == 0, check.stderr
+
+
+# --------------------------------------------------------------------------- the caller workflow under act
+
+
+def test_the_workflow_init_wrote_builds_and_stages_the_adopters_image(session, adoption, caller_run):
+    run = caller_run
+    assert run.rc == 0, f"act exited {run.rc}:\n{run.failure_context()}"
+    jobs = run.jobs
+    assert all(result == "succeeded" for result in jobs.values()), f"{jobs}\n{run.failure_context()}"
+    for suffix in ("/plan", f"/{IMAGE}-amd64", "/summary"):
+        assert any(job.endswith(suffix) for job in jobs), f"no job {suffix!r} ran: {sorted(jobs)}"
+    name = f"{run.namespace}/{IMAGE}"
+    registry = session.registry
+    assert registry.tags(name) == [f"{adoption['sha']}-x86_64"], "a trusted push stages exactly <sha>-<arch>"
+    status, headers, body = registry.manifest(name, f"{adoption['sha']}-x86_64")
+    assert status == 200, status
+    digest = headers["docker-content-digest"]
+    config = registry.blob_json(name, json.loads(body)["config"]["digest"])
+    assert (config["os"], config["architecture"]) == ("linux", "amd64")
+    digests = json.loads(run.outputs("/summary")["digests"])
+    assert digests == {f"{IMAGE}-amd64": {"image": IMAGE, "arch": "amd64", "platform": "linux/amd64",
+                                          "digest": digest, "ref": f"{registry.host}/{name}@{digest}",
+                                          "sha": adoption["sha"], "trusted": True}}
+
+
+def test_the_staged_image_runs_the_adopters_program(session, caller_run):
+    ref = json.loads(caller_run.outputs("/summary")["digests"])[f"{IMAGE}-amd64"]["ref"]
+    try:
+        proc = session.docker_run("run", "--rm", ref, timeout=300)
+    finally:
+        session.docker_run("rmi", ref, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == EXPECTED_OUTPUT
+
+
+def test_ghbuild_came_from_its_own_checkout_not_the_adopters_workspace(adoption, caller_run):
+    assert f"ghbuild-ghbuild-.github-actions-setup@{adoption['ghbuild_sha']}" in caller_run.log
+    tracked = _run(["git", "ls-files"], adoption["repo"], harness._base_env()).stdout.split()
+    assert sorted(n for n in tracked if n.startswith(".github/")) == [".github/workflows/images.yml"]
+    assert not (adoption["repo"] / ".github" / "actions").exists()
+    assert not (adoption["repo"] / "ghbuild").exists()
+
+
+def test_no_secret_in_the_act_log(caller_run):
+    """act masks the secrets it was given, ghbuild the AWS key: neither may appear in the log."""
+    leaks = [n for n, line in enumerate(caller_run.log.splitlines(), 1)
+             if any(secret in line for secret in caller_run.secrets) and not line.lstrip().startswith("::add-mask::")]
+    assert leaks == []
