@@ -280,12 +280,6 @@ def _refuse_moving_immutable(moves: list[tag_moves.TagMove], kind: str) -> None:
                            + "; a release tag is never moved: release a new version")
 
 
-def execute(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool = False,
-            log: Callable[[str], None] = lambda m: None, **lease_options: Any) -> PublishResult:
-    """Publish one image (see `execute_all`)."""
-    return execute_all([plan], factory, dry_run=dry_run, log=log, **lease_options)[0]
-
-
 def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, dry_run: bool = False,
                 log: Callable[[str], None] = lambda m: None, commit_time: int | None = None,
                 warn: Callable[[str], None] = lambda m: None, **lease_options: Any) -> list[PublishResult]:

@@ -16,7 +16,7 @@ with its digests; a registry cannot delete a tag, so a tag that did not exist be
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ghbuild import registry
 from ghbuild.errors import PublishError, RegistryError
@@ -82,14 +82,8 @@ def read_previous(moves: Sequence[TagMove]) -> list[TagMove]:
     out = []
     for move in moves:
         found = move.reg.resolve(move.repo, move.tag)
-        out.append(_with_previous(move, found.digest if found else None))
+        out.append(replace(move, previous=found.digest if found else None))
     return out
-
-
-def _with_previous(move: TagMove, previous: str | None) -> TagMove:
-    from dataclasses import replace
-
-    return replace(move, previous=previous)
 
 
 def apply(moves: Sequence[TagMove], *, check_lease: Callable[[TagMove], None] = lambda m: None,
