@@ -45,6 +45,29 @@ def _major(version: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+# One `docker version` for both sides: the server line stays empty when the engine does not answer.
+_VERSION_FORMAT = '{{.Client.Version}}{{"\\n"}}{{if .Server}}{{.Server.Version}}{{end}}'
+
+
+def _probe(path: str, env: Mapping[str, str], timeout: float = 30) -> tuple[str, subprocess.CompletedProcess, bool]:
+    """(client version, the engine's answer as a process result, has buildx): the version and the buildx
+    plugin are asked at the same time, because each client run costs tens of milliseconds of start-up."""
+    env = dict(env)
+    started = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+               for argv in ([path, "version", "--format", _VERSION_FORMAT], [path, "buildx", "version"])]
+    try:
+        out, err = started[0].communicate(timeout=timeout)
+        started[1].communicate(timeout=timeout)
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    client, _, server = out.partition("\n")
+    answer = subprocess.CompletedProcess(started[0].args, started[0].returncode, server.strip(), err)
+    return client.strip(), answer, started[1].returncode == 0
+
+
 def find_client(env: Mapping[str, str] | None = None, backend: str | None = None) -> DockerClient:
     """The first client that can run BuildKit builds against a reachable engine."""
     env = os.environ if env is None else env
@@ -57,8 +80,7 @@ def find_client(env: Mapping[str, str] | None = None, backend: str | None = None
     reasons = []
     for path in candidates:
         try:
-            version = _run([path, "version", "--format", "{{.Client.Version}}"], env).stdout.strip()
-            server = _run([path, "version", "--format", "{{.Server.Version}}"], env)
+            version, server, has_buildx = _probe(path, env)
         except (OSError, subprocess.TimeoutExpired) as exc:
             reasons.append(f"{path}: {exc}")
             continue
@@ -66,10 +88,6 @@ def find_client(env: Mapping[str, str] | None = None, backend: str | None = None
             last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
             reasons.append(f"{path}: engine not reachable ({last})")
             continue
-        try:
-            has_buildx = _run([path, "buildx", "version"], env).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            has_buildx = False
         client = DockerClient(path=path, version=version, buildx=has_buildx)
         if backend == "buildx" and not has_buildx:
             reasons.append(f"{path}: no buildx plugin")

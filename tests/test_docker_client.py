@@ -1,0 +1,60 @@
+"""Which docker client builds: the choice among clients on the machine, from what each one answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ghbuild import docker_client
+from ghbuild.errors import EngineError
+
+
+def fake_docker(folder: Path, name: str, client: str, server: str | None, buildx: bool) -> str:
+    """A docker CLI answering `version --format` (client line, then the server's or nothing, exit 1 without an
+    engine, as the real CLI does) and `buildx version`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    server_part = (f'printf "%s\\n%s\\n" "{client}" "{server}"' if server else
+                   f'printf "%s\\n\\n" "{client}"; echo "Cannot connect to the Docker daemon at unix:///x.sock" >&2; exit 1')
+    path.write_text(f"""#!/bin/sh
+case "$1" in
+  version) case "$3" in *Client.Version*Server*) {server_part} ;; *) echo "unexpected format $3" >&2; exit 2 ;; esac ;;
+  buildx) {'echo "github.com/docker/buildx v0.19.0"' if buildx else 'echo "docker: buildx is not a docker command" >&2; exit 1'} ;;
+  *) exit 3 ;;
+esac
+""")
+    path.chmod(0o755)
+    return str(path)
+
+
+def env_with(path: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"PATH": str(tmp_path / "empty"), "HOME": str(tmp_path), "GHBUILD_DOCKER_CLI": path, **extra}
+
+
+def test_a_client_with_buildx_builds_with_buildx(tmp_path):
+    path = fake_docker(tmp_path / "a", "docker", "28.2.2", "28.2.2", buildx=True)
+    client = docker_client.find_client(env_with(path, tmp_path))
+    assert client == docker_client.DockerClient(path=path, version="28.2.2", buildx=True)
+    assert client.backend == "buildx"
+
+
+def test_a_new_client_without_buildx_is_passed_over_for_an_older_one_that_drives_buildkit(tmp_path):
+    new = fake_docker(tmp_path / "a", "docker", "28.2.2", "28.2.2", buildx=False)
+    old = fake_docker(tmp_path / "b", "docker", "20.10.24+dfsg1", "20.10.24+dfsg1", buildx=False)
+    env = {**env_with(new, tmp_path), "PATH": str(tmp_path / "b")}
+    client = docker_client.find_client(env)
+    assert (client.path, client.version, client.backend) == (old, "20.10.24+dfsg1", "engine")
+    with pytest.raises(EngineError, match=r"no buildx plugin"):
+        docker_client.find_client(env, backend="buildx")
+
+
+def test_an_unreachable_engine_is_named_with_the_clients_own_words(tmp_path):
+    path = fake_docker(tmp_path / "a", "docker", "28.2.2", None, buildx=True)
+    with pytest.raises(EngineError) as caught:
+        # Nothing listens there, so /usr/bin/docker (the last fallback), where installed, cannot reach one either.
+        docker_client.find_client(env_with(path, tmp_path, DOCKER_HOST=f"unix://{tmp_path}/none.sock"))
+    message = str(caught.value)
+    assert message.startswith("no usable docker client: ") and "\n" not in message
+    assert f"{path}: engine not reachable (Cannot connect to the Docker daemon at unix:///x.sock)" in message
+
