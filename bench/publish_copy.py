@@ -18,8 +18,10 @@ registries and dockerd from `make infra-up`:
         tool start-up, no manifests. No registry-to-registry copy can beat it on this machine, so
         (a)'s time over (d)'s is the highest ratio any tool could reach in the same run (scenarios 1 and 2).
 - Scenarios: (1) empty hub; (2) the hub repository already has the base layers (pre-seeded by a
-  cross-repository mount, no bytes through the runner); (3) it already has every blob (a republish). For the
-  reference, the seed also holds the engine's own recompressed blobs from scenario 1: `docker push`
+  cross-repository mount, no bytes through the runner); (3) a republish: the hub already holds this nightly,
+  every blob, manifest and tag, as the same tool left it in an untimed run just before (a rerun of a
+  nightly job); (4) the hub has every blob but none of the tags (a nightly whose layers all exist: ghbuild
+  writes four new tags, so it takes its publish lease, whose settle time dominates). For the reference, the seed also holds the engine's own recompressed blobs from scenario 1: `docker push`
   recompresses layers and checks whichever digest its metadata prefers, so this is its best case.
 - Wall time: each tool straight to the registries, `--repeats` runs of skopeo, ghbuild and the floor and
   `--reference-runs` of the reference per scenario (median), interleaved (the order flips per round and per
@@ -31,13 +33,13 @@ registries and dockerd from `make infra-up`:
 - Where the time goes: CPU seconds of the tool, dockerd and both registries during each run (/proc), the
   reference's and skopeo's per-command times, ghbuild's own log lines timestamped as they arrive.
 
-Goals (from the issue): ghbuild >= 10x faster than (a), <= 1.2x (b)'s time, <= 1 % of the image bytes through
+Goals (from the issues): ghbuild >= 10x faster than (a), <= 1.2x (b)'s time (scenarios 1, 2), <= 1.5x in a republish (3), <= 1 % of the image bytes through
 the runner when the layers already exist. Prints the table and "goal met/NOT met" lines; exits 0 after printing
 (a measurement), 2 when the setup itself fails. Deletes every repository it created (manifests and blob links
 through the API) and its local images at the end, also on failure.
 
 Usage: make infra-up && .venv/bin/python bench/publish_copy.py [--repeats 3] [--reference-runs 2]
-       [--scenarios 1,2,3] [--no-reference] [--no-floor] [--verbose]
+       [--scenarios 1,2,3,4] [--no-reference] [--no-floor] [--verbose]
 """
 
 from __future__ import annotations
@@ -86,11 +88,14 @@ MT_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 MT_CONFIG = "application/vnd.docker.container.image.v1+json"
 MT_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 
-SCENARIOS = {1: "empty hub", 2: "hub has the base layers", 3: "hub has every blob"}
+SCENARIOS = {1: "empty hub", 2: "hub has the base layers", 3: "republish: hub holds this nightly",
+             4: "hub has every blob, no tag"}
 TOOLS = ("docker", "skopeo", "ghbuild", "floor")
 TOOL_LABEL = {"docker": "(a) docker pull/tag/push + manifest", "skopeo": "(b) skopeo copy + list PUT",
               "ghbuild": "(c) ghbuild publish nightly", "floor": "(d) floor: hub ingest alone, curl"}
-FLOOR_SCENARIOS = (1, 2)      # in scenario 3 the hub lacks no blob: nothing to ingest
+FLOOR_SCENARIOS = (1, 2)      # in scenarios 3 and 4 the hub lacks no blob: nothing to ingest
+REPUBLISH = 3                 # seeded by the same tool's own untimed publish
+SKOPEO_GOAL = {1: 1.2, 2: 1.2, 3: 1.5}   # ghbuild's time over skopeo's: the issues' goals per scenario
 TOOL_TIMEOUT = 600.0
 
 
@@ -495,7 +500,7 @@ class Bench:
             return notes
         for arch, img in self.images.items():
             layers = img.layers[:1] if scenario == 2 else img.layers
-            blobs = [layer["digest"] for layer in layers] + ([img.config_digest] if scenario == 3 else [])
+            blobs = [layer["digest"] for layer in layers] + ([img.config_digest] if scenario >= 3 else [])
             for digest in blobs:
                 self.mount(repo, digest, self.seed_repo)
             if tool == "docker":
@@ -506,6 +511,10 @@ class Bench:
                 else:
                     notes.append(f"{arch}: the engine's recompressed digests are unknown (no scenario 1 run): "
                                  "seeded with the staging blobs only")
+        if scenario == REPUBLISH:
+            first = Measurement(scenario, tool, 0, repo)
+            getattr(self, f"tool_{tool}")(first, STAGING, HUB)
+            notes.append(f"seeded by the tool's own publish ({first.seconds:.2f} s, untimed)")
         return notes
 
     # ----- the three tools
@@ -902,22 +911,25 @@ def report(bench: Bench, command: str) -> None:
     floors: list[str] = []
     for scenario in bench.args.scenarios:
         d, s, g, f = (rows.get((scenario, t), {}) for t in TOOLS)
-        extra = "" if scenario in (1, 2) else " [scenario 3 is not in the issue's goal; informative]"
+        extra = "" if scenario in (1, 2) else " [not a goal in this scenario; informative]"
         if "seconds" in g and "seconds" in d:
             ratio = d["seconds"] / g["seconds"]
             verdicts.append((ratio >= 10, f"scenario {scenario}: ghbuild is {ratio:.1f}x faster than the reference "
                                           f"(goal >= 10x){extra}"))
         if "seconds" in g and "seconds" in s:
             ratio = g["seconds"] / s["seconds"]
-            verdicts.append((ratio <= 1.2, f"scenario {scenario}: ghbuild takes {ratio:.2f}x skopeo's time, "
-                                           f"{g['seconds'] - s['seconds']:+.2f} s (goal <= 1.2x){extra}"))
+            goal = SKOPEO_GOAL.get(scenario)
+            verdicts.append((goal is None or ratio <= goal,
+                             f"scenario {scenario}: ghbuild takes {ratio:.2f}x skopeo's time, "
+                             f"{g['seconds'] - s['seconds']:+.2f} s "
+                             + (f"(goal <= {goal}x)" if goal else "[no goal in this scenario; informative]")))
         if "seconds" in f and "seconds" in d:
             floors.append(f"scenario {scenario}: the hub alone needs {f['seconds']:.2f} s to receive the blobs it "
                           f"lacks (d); the reference takes {d['seconds'] / f['seconds']:.1f}x that, the highest "
                           "ratio any registry-to-registry copy could reach in this run"
                           + (f"; ghbuild takes {g['seconds'] / f['seconds']:.2f}x the floor, "
                              f"{g['seconds'] - f['seconds']:+.2f} s" if "seconds" in g else ""))
-    for scenario in (2, 3):
+    for scenario in (2, 3, 4):
         c = (rows.get((scenario, "ghbuild")) or {}).get("counted")
         if scenario not in bench.args.scenarios or not c:
             continue
@@ -932,7 +944,7 @@ def report(bench: Bench, command: str) -> None:
                              f"layers, ghbuild moves {mb(excess)} MB = {100 * excess / total:.3f} % of the image "
                              "bytes (goal <= 1 %)"))
         else:
-            verdicts.append((pct <= 1, f"scenario 3: ghbuild moves {pct:.3f} % of the image bytes through the "
+            verdicts.append((pct <= 1, f"scenario {scenario}: ghbuild moves {pct:.3f} % of the image bytes through the "
                                        "runner when every layer already exists (goal <= 1 %)"))
     print("where the time goes (median timed run of each tool; CPU seconds during the run, this machine has "
           f"{os.cpu_count()} cores; dockerd and the registries are shared with anything else running):")
@@ -974,8 +986,8 @@ def report(bench: Bench, command: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of skopeo and ghbuild per scenario (median)")
-    parser.add_argument("--scenarios", default="1,2,3", help="comma-separated: 1 empty hub, 2 base layers on "
-                                                              "the hub, 3 every blob on the hub")
+    parser.add_argument("--scenarios", default="1,2,3,4", help="comma-separated: 1 empty hub, 2 base layers on "
+                        "the hub, 3 a republish (the hub holds the nightly), 4 every blob on the hub, no tag")
     parser.add_argument("--reference-runs", type=int, default=2, help="timed runs of the reference per scenario")
     parser.add_argument("--no-reference", action="store_true", help="skip (a) docker pull/tag/push (quick runs)")
     parser.add_argument("--no-floor", action="store_true",
@@ -985,10 +997,10 @@ def main() -> int:
     try:
         args.scenarios = sorted({int(x) for x in args.scenarios.split(",") if x.strip()})
     except ValueError:
-        parser.error("--scenarios: numbers 1-3, comma-separated")
+        parser.error("--scenarios: numbers 1-4, comma-separated")
     if not args.scenarios or any(s not in SCENARIOS for s in args.scenarios) or min(args.repeats,
                                                                                    args.reference_runs) < 1:
-        parser.error("--scenarios: numbers 1-3; --repeats and --reference-runs >= 1")
+        parser.error("--scenarios: numbers 1-4; --repeats and --reference-runs >= 1")
     if any(s != 1 for s in args.scenarios) and 1 not in args.scenarios and not args.no_reference:
         log("note: without scenario 1 the reference's seed lacks the engine's own recompressed blobs")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # so that the cleanup below runs
