@@ -860,7 +860,7 @@ def mb(n: float) -> str:
 def report(bench: Bench, command: str) -> None:
     images = bench.images
     total = sum(img.blob_bytes for img in images.values())
-    missing = {1: total, 2: sum(img.blob_bytes - img.layers[0]["size"] for img in images.values()), 3: 0}
+    missing = {1: total, 2: sum(img.blob_bytes - img.layers[0]["size"] for img in images.values()), 3: 0, 4: 0}
     rows = summarize(bench)
     print()
     print(f"publish nightly of 2 per-arch images, {total / 1e6:.1f} MB of blobs in all ("
