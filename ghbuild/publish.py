@@ -19,6 +19,7 @@ A rerun of the same commit finds everything in place and moves nothing.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -343,6 +344,11 @@ def _locked_tag_phase(moves: list[tag_moves.TagMove], kind: str, sha: str, commi
             leases.append(held)
         moves = tag_moves.read_previous(moves)
         _refuse_moving_immutable(moves, kind)
+        for held in leases:
+            if kind == "nightly" and _implausible(held.found, sha):
+                warn(f"publish {kind}: {held.repository}'s lease records {held.found.published_sha} with a commit "
+                     f"time {held.found.published_time}, more than a day in the future: ignored (a wrong commit "
+                     "date must not freeze the moving tags)")
         newer = [h for h in leases if kind == "nightly" and _superseded(h.found, sha, commit_time)]
         phase = tag_moves.TagPhase()
         if newer:
@@ -366,9 +372,19 @@ def _locked_tag_phase(moves: list[tag_moves.TagMove], kind: str, sha: str, commi
             held.release()       # a no-op for a lease already given back
 
 
-def _superseded(found: lease.LeaseState, sha: str, commit_time: int | None) -> bool:
+# A recorded commit time this far ahead of the clock is a wrong commit date (or a clock), not a newer commit:
+# honouring it would leave every later nightly's moving tags where they are until that date.
+FUTURE_TOLERANCE = 24 * 3600
+
+
+def _implausible(found: lease.LeaseState, sha: str, now: float | None = None) -> bool:
+    return (found.published_time is not None and found.published_sha != sha
+            and found.published_time > (time.time() if now is None else now) + FUTURE_TOLERANCE)
+
+
+def _superseded(found: lease.LeaseState, sha: str, commit_time: int | None, now: float | None = None) -> bool:
     return (commit_time is not None and found.published_time is not None and found.published_sha != sha
-            and commit_time < found.published_time)
+            and commit_time < found.published_time and not _implausible(found, sha, now))
 
 
 def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_repo: str,

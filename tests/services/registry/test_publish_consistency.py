@@ -283,6 +283,25 @@ def test_an_older_commit_published_after_a_newer_one_leaves_the_moving_tags(reg,
     assert any(newer in w and "newer commit" in w for w in warnings), warnings
 
 
+def test_a_commit_dated_far_in_the_future_does_not_freeze_the_moving_tags(reg, registry_url, old_nightly):
+    """A wrong commit date (`git commit --date`, a skewed clock) recorded in the lease is not a newer commit:
+    the next nightly moves the tags and says why it ignored the record."""
+    import time
+
+    host = host_of(registry_url)
+    future, today = sha("F"), sha("T")
+    run_nightly(options(host, host), future, stage(reg, host, future), commit_time=int(time.time()) + 400 * 86400)
+    warnings: list[str] = []
+
+    run = publish.run(options(host, host), "nightly", ["app"], sha=today, owner="acme", env={},
+                      records=stage(reg, host, today), factory=factory(), commit_time=int(time.time()),
+                      lease_options=FAST_LEASE, warn=warnings.append)
+
+    now = tags_of(reg, "hub/app")
+    assert now["nightly"] == published(run)["nightly"] and now["nightly"] == now[f"nightly-{today}"]
+    assert any(future in w and "in the future: ignored" in w for w in warnings), warnings
+
+
 def test_a_held_lease_makes_the_other_publish_wait_then_fail_without_moving_anything(reg, registry_url,
                                                                                       old_nightly):
     from ghbuild.lease import Lease
