@@ -217,10 +217,9 @@ def test_records_and_refs_are_escaped_in_the_digests_summary():
 # --------------------------------------------------------------------------- cache mounts on persistent runners
 
 FAKE_DOCKER = """#!/bin/sh
-echo "$*" >> "$FAKE_DOCKER_LOG"
+printf '%s\n' "$*" >> "$FAKE_DOCKER_LOG"
 case "$*" in
-  "version --format {{.Client.Version}}") echo "$FAKE_DOCKER_VERSION" ;;
-  "version --format {{.Server.Version}}") echo 20.10.24 ;;
+  "version --format {{.Client.Version}}"*"{{.Server.Version}}"*) printf '%s\n%s\n' "$FAKE_DOCKER_VERSION" 20.10.24 ;;
   "buildx version") [ "$FAKE_BUILDX" = 1 ] || exit 1; echo "github.com/docker/buildx v0.17.0" ;;
   "buildx inspect "*) exit 1 ;;
 esac
