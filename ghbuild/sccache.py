@@ -219,7 +219,7 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
     registry shows it as configured and says so. (None, None) for a Dockerfile without the contract.
     `ghbuild build` and the content identity of a base (ensure-base) both take it from here."""
     from ghbuild import dockerfile as dockerfile_text
-    from ghbuild.errors import ConfigError, GhbuildError
+    from ghbuild.errors import AuthError, ConfigError, GhbuildError
 
     preamble, _ = dockerfile_text.parse(dockerfile)
     if not _HELPER_ARG_RE.search(preamble):
@@ -229,8 +229,8 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
     def resolve(image: str) -> str:
         try:
             digest = lookup(image)
-        except GhbuildError as exc:
-            raise ConfigError(f"sccache.helper-image: cannot resolve {image} ({exc}); "
+        except AuthError as exc:    # ghcr.io's answer to an anonymous pull of what nobody published
+            raise ConfigError(f"sccache.helper-image: cannot read {image} ({exc}); "
                               + _helper_hint(options)) from None
         if digest is None:
             raise ConfigError(f"sccache.helper-image: {image} does not exist in its registry; "

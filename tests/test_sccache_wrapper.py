@@ -287,7 +287,7 @@ def test_a_helper_the_registry_refuses_to_show_says_what_to_set_too(tmp_path):
     options, job = _project(tmp_path, CONTRACT)
     with pytest.raises(ConfigError) as info:
         build._helper_image(options, job, REQUEST, {}, lambda host: Denied())
-    assert str(info.value).startswith("sccache.helper-image: cannot resolve ghcr.io/ghbuild/ghbuild-sccache:1 "
+    assert str(info.value).startswith("sccache.helper-image: cannot read ghcr.io/ghbuild/ghbuild-sccache:1 "
                                       "(HEAD ghbuild/ghbuild-sccache:1: 403 denied); set sccache.helper-image "
                                       "(now the default) to a helper image that is published"), str(info.value)
 
