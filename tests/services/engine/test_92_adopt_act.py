@@ -228,9 +228,9 @@ def test_init_wrote_the_config_and_a_workflow_pinned_to_the_ghbuild_commit(adopt
     assert "permissions: {}" in workflow and "packages: write" in workflow
 
 
-def test_the_dockerfile_got_inits_patch_and_nothing_else(adoption):
+def test_the_dockerfile_got_inits_patch_and_nothing_else(adoption, tmp_path):
     """init's --diff is a patch of the adopter's Dockerfile alone; `git apply` took it as printed, and the
-    commit that adopts it changes the Dockerfile only by that patch."""
+    commit that adopts it changes the Dockerfile by exactly that patch (undone, the original comes back)."""
     patch = adoption["init"].stdout
     assert patch.startswith("--- a/Dockerfile\n+++ b/Dockerfile\n"), patch[:300]
     assert "+FROM ${GHBUILD_SCCACHE_IMAGE} AS ghbuild-sccache" in patch
@@ -238,10 +238,11 @@ def test_the_dockerfile_got_inits_patch_and_nothing_else(adoption):
     repo = adoption["repo"]
     changed = _run(["git", "show", "--name-only", "--format=", adoption["sha"]], repo, harness._base_env()).stdout
     assert changed.split() == ["Dockerfile"]
-    committed = _run(["git", "diff", "-U3", f"{adoption['sha']}~1", adoption["sha"], "--", "Dockerfile"],
-                     repo, harness._base_env()).stdout
-    body = lambda text: [line for line in text.splitlines() if line[:1] in "+- " and not line.startswith(("+++", "---"))]
-    assert body(committed) == body(patch)
+    committed = _run(["git", "show", f"{adoption['sha']}:Dockerfile"], repo, harness._base_env()).stdout
+    (tmp_path / "Dockerfile").write_text(committed, "utf-8")
+    undone = _run(["git", "apply", "-R", "-"], tmp_path, harness._base_env(), stdin=patch)
+    assert undone.returncode == 0, undone.stderr
+    assert (tmp_path / "Dockerfile").read_text("utf-8") == DOCKERFILE
 
 
 # --------------------------------------------------------------------------- the caller workflow under act
