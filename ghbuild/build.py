@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ghbuild import audit, buildcmd, buildlog, docker_client, dockerfile, gha, naming, sccache
-from ghbuild.errors import BudgetError, ConfigError, EngineError, GhbuildError, InvalidReferenceError
+from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
 from ghbuild.options import ImageOptions, Options
 from ghbuild.planner import Job, Plan
 
@@ -41,6 +40,7 @@ class BuildRequest:
     echo: bool = True
     tags: tuple[str, ...] | None = None            # instead of the plan's staging tags (ensure-base)
     labels: Mapping[str, str] = field(default_factory=dict)   # added to the plan's labels
+    helper_image: str | None = None                # GHBUILD_SCCACHE_IMAGE as given (ensure-base: pinned already)
 
 
 @dataclass
@@ -285,39 +285,20 @@ def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, 
     return [buildcmd.Secret(sccache.SECRET_ID, secret_file)]
 
 
-# A Dockerfile that follows the sccache contract declares the helper's build arg before its first FROM.
-_HELPER_ARG_RE = re.compile(rf"^\s*ARG\s+{sccache.HELPER_BUILD_ARG}(?:=|\s|$)", re.IGNORECASE | re.MULTILINE)
-
-
 def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mapping[str, str],
                   registries: Callable[[str], Any] | None) -> tuple[str | None, str | None]:
-    """GHBUILD_SCCACHE_IMAGE for a Dockerfile that declares it, and a note: sccache.helper-image pinned to its
-    digest. A dry run that cannot ask the registry shows it as configured and says so. (None, None) for a
-    Dockerfile without the contract."""
-    preamble, _ = dockerfile.parse(options.project_dir / job.dockerfile)
-    if not _HELPER_ARG_RE.search(preamble):
-        return None, None
-    ref = options.sccache.helper_image
+    """GHBUILD_SCCACHE_IMAGE and a note (sccache.helper_image): the one the request names (ensure-base: the
+    digest its identity hashed), else the configured helper pinned to its digest now."""
+    if request.helper_image:
+        return request.helper_image, None
     if registries is None:
         from ghbuild import registry
 
         registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
+    from ghbuild.ensure_base import registry_lookup
 
-    def resolve(image: str) -> str:
-        host, repo, tag = naming.split_reference(image)
-        desc = registries(host).resolve(repo, tag)
-        if desc is None:
-            raise ConfigError(f"sccache.helper-image: {image} does not exist in its registry "
-                              f"(set {options.sources.get('sccache.helper-image', 'sccache.helper-image')} to a "
-                              "published helper, or build one from docker/sccache-helper)")
-        return desc.digest
-
-    if not request.dry_run:
-        return sccache.helper_reference(ref, resolve), None
-    try:
-        return sccache.helper_reference(ref, resolve), None
-    except GhbuildError as exc:
-        return ref, f"dry run: sccache.helper-image not pinned to a digest ({exc}); shown as configured"
+    return sccache.helper_image(options, options.project_dir / job.dockerfile, registry_lookup(registries),
+                                dry_run=request.dry_run)
 
 
 def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient, push: bool,

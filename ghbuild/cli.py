@@ -547,7 +547,7 @@ def cmd_identity(args: argparse.Namespace) -> int:
 
     options, plan, arch = _load_base(args)
     result = ensure_base.compute_identity(options, plan.job(args.image, arch),
-                                          ensure_base.registry_resolver(_registries()), args.base_image)
+                                          ensure_base.registry_lookup(_registries()), args.base_image)
     gha.set_output("identity", result.identity)
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.identity)
     return 0

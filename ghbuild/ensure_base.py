@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ghbuild import identity as ident
-from ghbuild import naming
+from ghbuild import naming, sccache
 from ghbuild.errors import BaseMismatchError, BaseMissingError, ConfigError, TrustError
 from ghbuild.options import Options
 from ghbuild.planner import Job, Plan, base_refs
@@ -49,18 +49,19 @@ class EnsureResult:
         return dict(self.__dict__)
 
 
-def registry_resolver(factory: RegistryFactory) -> ident.Resolver:
-    def resolve(ref: str) -> str:
+def registry_lookup(factory: RegistryFactory) -> Callable[[str], str | None]:
+    """ref -> its digest, None when the registry confirms it missing (raises when it cannot tell)."""
+    def lookup(ref: str) -> str | None:
         host, repo, tag = naming.split_reference(ref)
         desc = factory(host).resolve(repo, tag)
-        if desc is None:
-            raise ConfigError(f"base image {ref} does not exist in its registry (the identity needs its digest)")
-        return desc.digest
-    return resolve
+        return desc.digest if desc is not None else None
+    return lookup
 
 
-def compute_identity(options: Options, job: Job, resolve: ident.Resolver,
+def compute_identity(options: Options, job: Job, lookup: Callable[[str], str | None],
                      base_image: str | None = None) -> ident.Identity:
+    """`lookup`: ref -> digest (registry_lookup), for the images the stages use: the base, and the sccache helper
+    as configured (sccache.helper-image, pinned as `ghbuild build` pins it), never the Dockerfile's default."""
     image = options.images[job.image]
     assert image.identity is not None
     project = options.project_dir
@@ -72,8 +73,17 @@ def compute_identity(options: Options, job: Job, resolve: ident.Resolver,
                                                    *(p for p in ignores if (project / p).exists())])
     inputs = ident.git_inputs(root, patterns)
     base = base_image or image.base_image or options.build.base_image
-    arg_values = {**image.build_args, **({"BASE_IMAGE": base} if base else {})}
+    helper, _ = sccache.helper_image(options, project / image.dockerfile, lookup)
+    arg_values = {**image.build_args, **({sccache.HELPER_BUILD_ARG: helper} if helper else {}),
+                  **({"BASE_IMAGE": base} if base else {})}
     stages = ident.stage_source(project / image.dockerfile, image.target, arg_values)
+
+    def resolve(ref: str) -> str:
+        digest = lookup(ref)
+        if digest is None:
+            raise ConfigError(f"base image {ref} does not exist in its registry (the identity needs its digest)")
+        return digest
+
     bases = ident.base_digests(stages.external, resolve)
     return ident.compute(version=image.identity.version, platform=job.platform, inputs=inputs, stages=stages,
                          build_args={**image.build_args, "(context)": Path(context_dir).as_posix()}, bases=bases)
@@ -81,8 +91,8 @@ def compute_identity(options: Options, job: Job, resolve: ident.Resolver,
 
 def base_identities(options: Options, plan: Plan, factory: RegistryFactory) -> dict[str, str]:
     """Job id -> identity for every content-addressed base job of the plan (reads git, resolves base digests)."""
-    resolve = registry_resolver(factory)
-    return {job.id: compute_identity(options, job, resolve).identity for job in plan.jobs if job.identity_prefix}
+    lookup = registry_lookup(factory)
+    return {job.id: compute_identity(options, job, lookup).identity for job in plan.jobs if job.identity_prefix}
 
 
 def _image_labels(reg, repo: str, digest: str, platform: str) -> tuple[str, dict[str, str]]:
@@ -108,6 +118,17 @@ def _check_labels(where: str, labels: Mapping[str, str], identity: str) -> None:
             "or to build over it (delete the tag if it is known to be wrong)")
 
 
+def _remembered(lookup: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """The same answer for a ref every time it is asked (one registry lookup each)."""
+    seen: dict[str, str | None] = {}
+
+    def remembered(ref: str) -> str | None:
+        if ref not in seen:
+            seen[ref] = lookup(ref)
+        return seen[ref]
+    return remembered
+
+
 def labels_for(identity: ident.Identity) -> dict[str, str]:
     return {LABEL_IDENTITY: identity.identity, LABEL_VERSION: identity.version, LABEL_PLATFORM: identity.platform}
 
@@ -116,7 +137,8 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
            *, base_image: str | None = None, dry_run: bool = False, echo: bool = True, lookup_only: bool = False,
            log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> EnsureResult:
     job = plan.job(image, arch)
-    identity = compute_identity(options, job, registry_resolver(factory), base_image)
+    lookup = _remembered(registry_lookup(factory))
+    identity = compute_identity(options, job, lookup, base_image)
     refs = base_refs(plan, job, identity.identity)
     result = EnsureResult(image=image, arch=arch, identity=identity.identity, ref=None, digest=None, built=False,
                           found_at=None, dry_run=dry_run, identity_detail=identity.to_dict())
@@ -155,8 +177,10 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
     if resolved_base and not naming.is_digest_ref(resolved_base) and resolved_base in identity.bases:
         # Build FROM exactly the digest the identity hashed, not whatever the tag says by now.
         resolved_base = naming.pinned(resolved_base, identity.bases[resolved_base])
+    # The sccache helper the identity hashed (the lookup remembers its digest), not a newer one.
+    helper, _ = sccache.helper_image(options, options.project_dir / options.images[image].dockerfile, lookup)
     request = build.BuildRequest(image=image, arch=arch, push=True, base_image=resolved_base, echo=echo,
-                                 tags=(refs.write,), labels=labels_for(identity))
+                                 tags=(refs.write,), labels=labels_for(identity), helper_image=helper)
     report = build.run(plan, options, request, env)
     result.build_report = report.to_dict()
     build.outputs(report)

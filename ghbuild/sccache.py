@@ -9,9 +9,13 @@ as the build arg GHBUILD_SCCACHE_IMAGE (docker/sccache-helper reads the secret i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
+
+from ghbuild.options import DEFAULT_SCCACHE_HELPER_IMAGE
 
 BOOL_TRUE = ("true", "on", "1")
 BOOL_FALSE = ("false", "off", "0")
@@ -201,3 +205,52 @@ def helper_reference(image: str, resolve) -> str:
     if naming.is_digest_ref(image):
         return image
     return naming.pinned(image, resolve(image))
+
+
+# A Dockerfile that follows the sccache contract declares the helper's build arg before its first FROM.
+_HELPER_ARG_RE = re.compile(rf"^\s*ARG\s+{HELPER_BUILD_ARG}(?:=|\s|$)", re.IGNORECASE | re.MULTILINE)
+
+
+def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None], *,
+                 dry_run: bool = False) -> tuple[str | None, str | None]:
+    """GHBUILD_SCCACHE_IMAGE for a Dockerfile that declares it, and a note: the configured
+    sccache.helper-image (never the Dockerfile's own default) pinned to its digest. `lookup(ref)` -> digest,
+    None when the registry confirms it missing; it raises when it cannot tell. A dry run that cannot ask the
+    registry shows it as configured and says so. (None, None) for a Dockerfile without the contract.
+    `ghbuild build` and the content identity of a base (ensure-base) both take it from here."""
+    from ghbuild import dockerfile as dockerfile_text
+    from ghbuild.errors import AuthError, ConfigError, GhbuildError
+
+    preamble, _ = dockerfile_text.parse(dockerfile)
+    if not _HELPER_ARG_RE.search(preamble):
+        return None, None
+    ref = options.sccache.helper_image
+
+    def resolve(image: str) -> str:
+        try:
+            digest = lookup(image)
+        except AuthError as exc:    # ghcr.io's answer to an anonymous pull of what nobody published
+            raise ConfigError(f"sccache.helper-image: cannot read {image} ({exc}); "
+                              + _helper_hint(options)) from None
+        if digest is None:
+            raise ConfigError(f"sccache.helper-image: {image} does not exist in its registry; "
+                              + _helper_hint(options))
+        return digest
+
+    try:
+        return helper_reference(ref, resolve), None
+    except GhbuildError as exc:
+        if not dry_run:
+            raise
+        return ref, f"dry run: sccache.helper-image not pinned to a digest ({exc}); shown as configured"
+
+
+def _helper_hint(options) -> str:
+    """What to set when the helper cannot be read: where the current value came from, and every way to set it."""
+    source = options.sources.get("sccache.helper-image")
+    origin = f" (now set by {source})" if source else (
+        " (now the default)" if options.sccache.helper_image == DEFAULT_SCCACHE_HELPER_IMAGE else "")
+    return (f"set sccache.helper-image{origin} to a helper image that is published, e.g. "
+            f"{DEFAULT_SCCACHE_HELPER_IMAGE.rsplit(':', 1)[0]}:nightly: in ghbuild.toml `[sccache] helper-image = \"...\"`, "
+            "or the variable GHBUILD_SCCACHE_HELPER_IMAGE, or a reusable workflow's `overrides` input "
+            "`sccache.helper-image=...`; or publish your own from docker/sccache-helper")

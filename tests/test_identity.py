@@ -451,3 +451,62 @@ def test_a_pattern_inside_a_submodule_is_refused_and_the_submodule_itself_counts
         identity.git_inputs(top, ["third_party/sub/**"])
     (entry,) = identity.git_inputs(top, ["third_party/sub"])
     assert (entry.mode, entry.oid) == ("160000", commit)
+
+
+# --------------------------------------------------------------------------- the sccache helper of a base
+
+HELPER_DEFAULT = "ghcr.io/ghbuild/ghbuild-sccache:1"
+HELPER_CONFIGURED = "127.0.0.1:5000/ghbuild/ghbuild-sccache:1"
+HELPER_DOCKERFILE = f"""\
+ARG GHBUILD_SCCACHE_IMAGE={HELPER_DEFAULT}
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${{GHBUILD_SCCACHE_IMAGE}} AS ghbuild-sccache
+FROM ${{BASE_IMAGE}} AS base
+COPY src/ /opt/src/
+RUN --mount=type=bind,from=ghbuild-sccache,source=/,target=/opt/ghbuild \\
+    --mount=type=secret,id=ghbuild_sccache,required=false \\
+    /opt/ghbuild/bin/ghbuild-sccache run base -- cc -c /opt/src/a.c -o /a.o
+"""
+
+
+@pytest.fixture
+def helper_repo(tmp_path):
+    repo = make_repo(tmp_path)
+    (repo / "Dockerfile").write_text(HELPER_DOCKERFILE)
+    git(repo, "commit", "-qam", "the base compiles through ghbuild's sccache helper")
+    return repo
+
+
+def test_a_base_hashes_the_configured_sccache_helper_not_the_dockerfiles_default(helper_repo):
+    """The helper a base compiles with is sccache.helper-image pinned to its digest, as `ghbuild build` passes
+    it: never the Dockerfile's ARG default (ghcr.io, unreachable here and not what the build mounts)."""
+    env = {"GHBUILD_SCCACHE_HELPER_IMAGE": HELPER_CONFIGURED}
+    resolver = Resolver(DIGEST_A)
+    result = ident(helper_repo, resolver, env=env)
+    assert HELPER_DEFAULT not in resolver.calls, resolver.calls
+    assert resolver.calls.count(HELPER_CONFIGURED) == 1, resolver.calls
+    helper = f"127.0.0.1:5000/ghbuild/ghbuild-sccache@{DIGEST_A}"
+    assert result.bases[helper] == DIGEST_A, result.bases
+    # Another helper digest behind the same tag is another identity; a pinned helper is taken as written.
+    assert ident(helper_repo, Resolver(DIGEST_B), env=env).identity != result.identity
+    pinned_resolver = Resolver(DIGEST_A)
+    assert ident(helper_repo, pinned_resolver, env={"GHBUILD_SCCACHE_HELPER_IMAGE": helper}).identity \
+        == result.identity
+    assert helper not in pinned_resolver.calls
+
+
+def test_a_base_whose_configured_helper_is_missing_says_what_to_set(helper_repo):
+    from ghbuild.errors import ConfigError
+
+    def lookup(ref: str):
+        return None if "sccache" in ref else DIGEST_A
+
+    with pytest.raises(ConfigError) as exc:
+        options = config.load(str(helper_repo / "ghbuild.toml"), {}, helper_repo)
+        ctx = context.from_environment({}, context.Overrides(event="push", repository="o/r", ref="main",
+                                                             sha="1" * 40, default_branch="main"), helper_repo)
+        compute_identity(options, planner.plan(ctx, options).job("tiny", "amd64"), lookup)
+    message = str(exc.value)
+    assert f"{HELPER_DEFAULT} does not exist in its registry" in message
+    assert "GHBUILD_SCCACHE_HELPER_IMAGE" in message and "[sccache] helper-image" in message
+    assert "sccache.helper-image=" in message and "\n" not in message

@@ -234,39 +234,70 @@ CONTRACT = ("ARG GHBUILD_SCCACHE_IMAGE=ghcr.io/ghbuild/ghbuild-sccache:1\nFROM $
             "FROM debian\nRUN --mount=type=bind,from=ghbuild-sccache,source=/,target=/opt/ghbuild true\n")
 
 
+REQUEST = build.BuildRequest(image="app", arch="amd64")
+DRY_RUN = build.BuildRequest(image="app", arch="amd64", dry_run=True)
+
+
 def test_the_helper_is_pinned_to_its_digest_for_a_dockerfile_that_declares_it(tmp_path):
     options, job = _project(tmp_path, CONTRACT)
     registry = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST})
-    ref, note = build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, lambda host: registry)
+    ref, note = build._helper_image(options, job, REQUEST, {}, lambda host: registry)
     assert ref == f"ghcr.io/ghbuild/ghbuild-sccache@{DIGEST}" and registry.asked == [("ghbuild/ghbuild-sccache", "1")]
     assert note is None
     # A dry run shows the command a build would run: pinned too.
-    assert build._helper_image(options, job, SimpleNamespace(dry_run=True), {}, lambda host: registry)[0] == ref
+    assert build._helper_image(options, job, DRY_RUN, {}, lambda host: registry)[0] == ref
 
 
 def test_a_dry_run_that_cannot_pin_the_helper_shows_it_as_configured_and_says_so(tmp_path):
     options, job = _project(tmp_path, CONTRACT)
-    ref, note = build._helper_image(options, job, SimpleNamespace(dry_run=True), {}, lambda host: FakeRegistry({}))
+    ref, note = build._helper_image(options, job, DRY_RUN, {}, lambda host: FakeRegistry({}))
     assert ref == "ghcr.io/ghbuild/ghbuild-sccache:1"
     assert note.startswith("dry run: sccache.helper-image not pinned to a digest (sccache.helper-image: ")
 
 
 def test_a_dockerfile_without_the_contract_gets_no_helper_and_no_registry_call(tmp_path):
     options, job = _project(tmp_path, "FROM debian\nRUN make\n")
-    assert build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, None) == (None, None)
+    assert build._helper_image(options, job, REQUEST, {}, None) == (None, None)
 
 
 def test_a_digest_pinned_helper_is_taken_as_written(tmp_path):
     options, job = _project(tmp_path, CONTRACT, f'helper-image = "127.0.0.1:5000/me/helper@{DIGEST}"')
-    ref, _ = build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, lambda host: pytest.fail("asked"))
+    ref, _ = build._helper_image(options, job, REQUEST, {}, lambda host: pytest.fail("asked"))
     assert ref == f"127.0.0.1:5000/me/helper@{DIGEST}"
 
 
 def test_a_missing_helper_is_a_config_error_naming_the_setting(tmp_path):
     options, job = _project(tmp_path, CONTRACT, 'helper-image = "127.0.0.1:5000/me/helper:2"')
     with pytest.raises(ConfigError) as info:
-        build._helper_image(options, job, SimpleNamespace(dry_run=False), {}, lambda host: FakeRegistry({}))
+        build._helper_image(options, job, REQUEST, {}, lambda host: FakeRegistry({}))
     assert str(info.value).startswith("sccache.helper-image: 127.0.0.1:5000/me/helper:2 does not exist in its registry")
+    # What to set, in one line: the key in the file, the variable, the workflows' overrides input.
+    assert "[sccache] helper-image = " in str(info.value) and "GHBUILD_SCCACHE_HELPER_IMAGE" in str(info.value)
+    assert "`sccache.helper-image=...`" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_helper_the_registry_refuses_to_show_says_what_to_set_too(tmp_path):
+    """ghcr.io answers an anonymous pull of a package nobody published with 401/403, not 404."""
+    from ghbuild.errors import AuthError
+
+    class Denied:
+        def resolve(self, repo, tag):
+            raise AuthError(f"HEAD {repo}:{tag}: 403 denied")
+
+    options, job = _project(tmp_path, CONTRACT)
+    with pytest.raises(ConfigError) as info:
+        build._helper_image(options, job, REQUEST, {}, lambda host: Denied())
+    assert str(info.value).startswith("sccache.helper-image: cannot read ghcr.io/ghbuild/ghbuild-sccache:1 "
+                                      "(HEAD ghbuild/ghbuild-sccache:1: 403 denied); set sccache.helper-image "
+                                      "(now the default) to a helper image that is published"), str(info.value)
+
+
+def test_a_helper_the_request_names_is_used_as_given(tmp_path):
+    """ensure-base hands the build the helper its identity hashed: no second lookup that could differ."""
+    options, job = _project(tmp_path, CONTRACT)
+    request = build.BuildRequest(image="app", arch="amd64", helper_image=f"127.0.0.1:5000/me/helper@{DIGEST}")
+    assert build._helper_image(options, job, request, {}, lambda host: pytest.fail("asked")) == (
+        f"127.0.0.1:5000/me/helper@{DIGEST}", None)
 
 
 @pytest.mark.parametrize("value", ["ghcr.io/a b:1", "x@sha256:abc", "ghcr.io/x:bad tag", "ghcr.io/x:"])

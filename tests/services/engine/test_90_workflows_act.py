@@ -10,7 +10,8 @@ registries (tags, digests, architectures), not only by act's exit code:
    nothing pushed (no new tag in staging), no login, `digests` is `{}`.
 3. nightly.yml, schedule: builds again, then the hub must have `nightly` as an index of exactly amd64 +
    arm64 whose digests equal the staging tags', `nightly-x86_64`, `nightly-arm64`, `nightly-<sha>`;
-   prune ran for real and kept them.
+   prune ran for real and kept them. The repository variable GHBUILD_SCCACHE_HELPER_IMAGE names the local
+   helper: the nightly publishes no sccache helper of its own and builds with that one.
 4. release.yml, workflow_dispatch --input version=...: `v<V>`, `v<V>-x86_64`, `v<V>-arm64` and `latest`
    on the hub with the staged digests, and the GitHub release created (tests/fakes/github.py, reached
    through GITHUB_API_URL).
@@ -76,8 +77,11 @@ def act(session):
         "GHBUILD_REGISTRIES_PUBLISH": f"{local['GHBUILD_LOCAL_HUB']}/{namespace}/{{image}}",
         "GHBUILD_IMAGES_CPU_TARGET": "os-base",
     }
+    # GHBUILD_SCCACHE_HELPER_IMAGE: the helper the nightly builds with instead of publishing its own (no ghcr.io
+    # here, and no buildx for sccache-helper.yml): the one `make infra-up` pushed.
     runner = Suite(tree=tree, sha=sha, scratch=scratch, env=env, rewrites=rewrites,
-                   variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "python3 --version"},
+                   variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "python3 --version",
+                              "GHBUILD_SCCACHE_HELPER_IMAGE": local["GHBUILD_SCCACHE_HELPER_IMAGE"]},
                    namespace=namespace, staging=session.registry, hub=RegistryClient(local["GHBUILD_LOCAL_HUB"]),
                    local=local, aws_secret=session.base_env["AWS_SECRET_ACCESS_KEY"])
     session.created_repos.update({f"{namespace}/{name}" for name in ("cpu", "rocm-base", "rocm", "cache")})
@@ -251,6 +255,15 @@ def test_nightly_publishes_both_arches_from_staging(act, nightly_run):
     assert f"nightly-{act.sha}  commit #1 of the newest" in nightly_run.log
     logins = [r for r in nightly_run.records if r["action"] == "login"]
     assert {r["registry"] for r in logins} == {"ghcr.io", "docker.io"}, logins
+
+
+def test_nightly_with_a_configured_helper_publishes_none_and_builds_with_it(act, nightly_run):
+    """The repository variable GHBUILD_SCCACHE_HELPER_IMAGE names the sccache helper: sccache-helper.yml is not
+    called (nothing of it ran), and every build job was handed that helper as its sccache.helper-image."""
+    assert not any("sccache helper" in job or "/helper " in job for job in nightly_run.jobs), nightly_run.jobs
+    helper = act.local["GHBUILD_SCCACHE_HELPER_IMAGE"]
+    handed = [line for line in nightly_run.log.splitlines() if line.rstrip().endswith(f"GHBUILD_SCCACHE_HELPER_IMAGE={helper}")]
+    assert len(handed) >= 3, "plan and both build jobs must set the configured helper (ghbuild overrides)"
 
 
 def test_release_promotes_the_staged_digests_and_creates_the_github_release(act, push_run, release_run, gh):
