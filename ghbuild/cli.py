@@ -163,7 +163,8 @@ COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
     "init": ("Run at the root of a repository: writes ghbuild.toml (an image per Dockerfile found, its last stage "
              "as target, the canonical repository from the git remote 'origin') and the caller workflow "
              ".github/workflows/images.yml pinned to the ghbuild commit running this; then prints what each compile "
-             "step of each Dockerfile needs for sccache. Edits no Dockerfile; overwrites nothing without --force.",
+             "step of each Dockerfile needs for sccache. Edits no Dockerfile; overwrites nothing without --force "
+             "(with --diff, files already there are kept and the patch is printed all the same).",
              ["ghbuild init", "ghbuild init --diff | git apply", "ghbuild init --force --platform linux/amd64"]),
     "overrides": ("Checks KEY=VALUE lines (config keys such as sccache.bucket, or their GHBUILD_* variables) against "
                   "the config and, in Actions, sets them as GHBUILD_* variables for the job's later steps: the "
@@ -446,11 +447,25 @@ def _context(args: argparse.Namespace):
     return ctx
 
 
+def _known_images(args: argparse.Namespace, options, names: list[str]) -> None:
+    """Every --image name is in the config; the error names the file, and GHBUILD_CONFIG when that chose it
+    (a variable exported for another checkout is the usual reason an image is missing)."""
+    from ghbuild import config
+
+    for name in names:
+        if name not in options.images:
+            chosen_by = (f" (from {config.CONFIG_ENV})"
+                         if not getattr(args, "config", None) and os.environ.get(config.CONFIG_ENV) else "")
+            raise UsageError(f"--image {name}: no such image in {options.config_path}{chosen_by} "
+                             f"(known: {', '.join(options.images)})")
+
+
 def _load(args: argparse.Namespace, images: list[str] | None, arches: list[str] | None):
     """The one way a command gets its config, GitHub context and plan: (options, plan), warnings annotated."""
     from ghbuild import planner
 
     options = _options(args)
+    _known_images(args, options, images or [])
     plan = planner.plan(_context(args), options, images=images, arches=arches)
     for warning in plan.warnings:
         gha.annotate("warning", warning)
@@ -460,8 +475,7 @@ def _load(args: argparse.Namespace, images: list[str] | None, arches: list[str] 
 def _load_base(args: argparse.Namespace):
     """(options, plan, arch) for identity / ensure-base: the image must be content-addressed."""
     options = _options(args)
-    if args.image not in options.images:
-        raise UsageError(f"--image {args.image}: no such image (known: {', '.join(options.images)})")
+    _known_images(args, options, [args.image])
     image = options.images[args.image]
     if image.identity is None:
         raise UsageError(f"--image {args.image}: not content-addressed (add [images.{args.image}.identity] "
@@ -474,9 +488,7 @@ def _load_base(args: argparse.Namespace):
 def _published_images(args: argparse.Namespace, options, command: str) -> list[str]:
     """The images publish/prune work on: those named, else every image that is built per commit."""
     names = _listed(args.image)
-    for name in names or []:
-        if name not in options.images:
-            raise UsageError(f"--image {name}: no such image (known: {', '.join(options.images)})")
+    _known_images(args, options, names or [])
     bases = [name for name in names or [] if options.images[name].identity is not None]
     if bases:   # one images list serves build and publish in a workflow: say so and go on
         gha.annotate("warning", f"{command}: skipping {', '.join(bases)}: a content-addressed base is not "
@@ -720,8 +732,12 @@ def cmd_init(args: argparse.Namespace) -> int:
     platforms = tuple(_listed(args.platform) or init.DEFAULT_PLATFORMS)
     pin = init.toolkit_pin(args.pin)
     adoption = init.adopt(Path.cwd(), pin, platforms)
-    for path in init.write(adoption, args.force):
-        _log(f"ghbuild init: wrote {path.relative_to(adoption.root)}")
+    if args.diff and not args.force and (kept := init.existing(adoption)):
+        # `init` then `init --diff | git apply`: the patch is about the Dockerfiles, so it is printed anyway.
+        _log(f"ghbuild init: {init.kept_message(kept)} (--force overwrites); the Dockerfile patch follows")
+    else:
+        for path in init.write(adoption, args.force):
+            _log(f"ghbuild init: wrote {path.relative_to(adoption.root)}")
     _log(f"ghbuild init: the workflow calls {pin.repository}@{pin.ref} ({pin.source}); images: "
          + ", ".join(f"{f.image} ({f.path})" for f in adoption.dockerfiles))
     for item in adoption.dockerfiles:

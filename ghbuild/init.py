@@ -372,13 +372,24 @@ def instructions(item: FoundDockerfile) -> str:
     return "\n".join(out) + "\n"
 
 
+def existing(adoption: Adoption) -> list[str]:
+    """The files init writes that are there already, relative to the repository root."""
+    return [str(path.relative_to(adoption.root)) for path in _targets(adoption) if path.exists() or path.is_symlink()]
+
+
+def _targets(adoption: Adoption) -> dict[Path, str]:
+    return {adoption.root / CONFIG_FILE: adoption.config_text, adoption.root / WORKFLOW_FILE: adoption.workflow_text}
+
+
+def kept_message(files: list[str]) -> str:
+    return f"{' and '.join(files)} already exist{'s' if len(files) == 1 else ''}: nothing written"
+
+
 def write(adoption: Adoption, force: bool) -> list[Path]:
     """Write ghbuild.toml and the caller workflow; refused, before either is written, when one exists."""
-    targets = {adoption.root / CONFIG_FILE: adoption.config_text, adoption.root / WORKFLOW_FILE: adoption.workflow_text}
-    existing = [str(path.relative_to(adoption.root)) for path in targets if path.exists() or path.is_symlink()]
-    if existing and not force:
-        raise UsageError(f"{' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
-                         "nothing written (pass --force to overwrite)")
+    targets = _targets(adoption)
+    if (found := existing(adoption)) and not force:
+        raise UsageError(f"{kept_message(found)} (pass --force to overwrite)")
     for path, text in targets.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.ghbuild-init")

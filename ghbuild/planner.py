@@ -364,7 +364,7 @@ def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
     """The build plan for this context: one job per image and platform, filtered by image/arch."""
     for name in images or []:
         if name not in options.images:
-            raise UsageError(f"--image {name}: no such image in {options.config_path.name} "
+            raise UsageError(f"--image {name}: no such image in {options.config_path} "
                              f"(known: {', '.join(options.images)})")
     trust, warnings = decide_trust(ctx, options)
     selected = set(images or options.images)

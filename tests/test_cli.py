@@ -347,6 +347,19 @@ def test_no_command_prints_help_to_stderr(tmp_path):
     assert "usage: ghbuild" in result.stderr
 
 
+def test_unknown_image_names_the_config_file_and_ghbuild_config(tmp_path, project):
+    """A GHBUILD_CONFIG exported for another checkout is the usual reason: the error says which file it read."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ghbuild.toml").write_text('[images.app]\ndockerfile = "Dockerfile"\n')
+    result = run(["plan", "--image", "app", *LOCAL_PUSH], other,
+                 env={"GHBUILD_CONFIG": str(project / "ghbuild.toml")})
+    message = assert_clean_error(result, 2, "usage error")
+    assert f"--image app: no such image in {project / 'ghbuild.toml'} (from GHBUILD_CONFIG) (known: cpu" in message
+    result = run(["plan", "--image", "gpu", *LOCAL_PUSH], project)
+    assert f"--image gpu: no such image in {project / 'ghbuild.toml'} (known: cpu" in result.stderr
+
+
 def test_config_flag_from_another_directory(tmp_path):
     (tmp_path / "ci").mkdir()
     shutil.copy(REPO_ROOT / "ghbuild.toml", tmp_path / "ci" / "build.toml")

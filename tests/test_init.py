@@ -134,6 +134,21 @@ def test_never_overwrites_without_force(repo):
     assert (repo / "ghbuild.toml").read_text().startswith("#:schema ")
 
 
+def test_diff_after_init_keeps_the_files_and_prints_the_patch(repo):
+    """README order: `ghbuild init`, then `ghbuild init --diff | git apply`."""
+    assert ghbuild(["init", "--pin", PIN], repo).returncode == 0
+    (repo / "ghbuild.toml").write_text("# mine\n")
+    result = ghbuild(["init", "--pin", PIN, "--diff"], repo)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("--- a/docker/Dockerfile.libs\n")
+    assert ("ghbuild init: ghbuild.toml and .github/workflows/images.yml already exist: nothing written "
+            "(--force overwrites); the Dockerfile patch follows") in result.stderr
+    assert (repo / "ghbuild.toml").read_text() == "# mine\n"
+    subprocess.run(["git", "apply"], input=result.stdout, cwd=repo, check=True, text=True)
+    # Without --diff an existing file is still refused: the instructions alone are not worth a silent no-op.
+    assert ghbuild(["init", "--pin", PIN], repo).returncode == 2
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--pin", "not a repo@x"], "--pin not a repo@x:"),
     (["--pin", "ghbuild/ghbuild@main"], "give OWNER/NAME@<40-hex commit>"),
