@@ -130,10 +130,10 @@ def cmd_down(args: argparse.Namespace) -> int:
             info("nothing recorded as started by us; nothing to stop")
         state.pop("dockerd_external", None)
         procs.save_state(state)
-        env_file = localenv.path()
-        if env_file.exists():
-            env_file.unlink()
-            info(f"removed {env_file}")
+        for env_file in (localenv.path(), localenv.path(localenv.SERVICES)):
+            if env_file.exists():
+                env_file.unlink()
+                info(f"removed {env_file}")
         if args.purge:
             for role in ("staging", "hub"):
                 data = registry.registry_dir(role) / "data"
