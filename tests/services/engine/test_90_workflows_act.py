@@ -68,16 +68,10 @@ def act(session):
     tree, sha, rewrites, wheelhouse = harness.ghbuild_checkout(scratch, f"ghbuild act test, session {session.sid}")
     namespace = f"ghbuild-test-{session.sid}-act"
     local = session.local
-    env = {
-        **harness.runner_env(local, session.base_env, wheelhouse),
-        # The project's registries, pointed at the local services (a session namespace).
-        "GHBUILD_REGISTRIES_STAGING": f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}/{{image}}",
-        "GHBUILD_REGISTRIES_CACHE": f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}/cache",
-        "GHBUILD_REGISTRIES_PUBLISH": f"{local['GHBUILD_LOCAL_HUB']}/{namespace}/{{image}}",
-        "GHBUILD_IMAGES_CPU_TARGET": "os-base",
-    }
+    # The project's registries, pointed at the local services (a session namespace).
+    env = harness.project_env(local, session.base_env, wheelhouse, namespace)
     runner = Suite(tree=tree, sha=sha, scratch=scratch, env=env, rewrites=rewrites,
-                   variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "python3 --version"},
+                   variables=dict(harness.PROJECT_VARIABLES),
                    namespace=namespace, staging=session.registry, hub=RegistryClient(local["GHBUILD_LOCAL_HUB"]),
                    local=local, aws_secret=session.base_env["AWS_SECRET_ACCESS_KEY"])
     session.created_repos.update({f"{namespace}/{name}" for name in ("cpu", "rocm-base", "rocm", "cache")})
@@ -93,9 +87,7 @@ def act(session):
 
 def trusted_secrets(act) -> dict[str, str]:
     """What GitHub gives a push or schedule run of the canonical repository."""
-    secrets = {"GITHUB_TOKEN": f"ghs_act{uuid.uuid4().hex}",
-               "AWS_ACCESS_KEY_ID": act.local["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": act.aws_secret,
-               "DOCKERHUB_USERNAME": "ghbuild-act", "DOCKERHUB_TOKEN": f"dckr_pat_{uuid.uuid4().hex}"}
+    secrets = harness.trusted_secrets(act.local, act.aws_secret)
     act.secret_values.update({secrets["GITHUB_TOKEN"], secrets["DOCKERHUB_TOKEN"], act.aws_secret})
     return secrets
 
