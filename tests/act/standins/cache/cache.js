@@ -27,14 +27,18 @@ function copyTree(src, dst) {
     for (const name of fs.readdirSync(src)) copyTree(path.join(src, name), path.join(dst, name));
     return;
   }
-  fs.rmSync(dst, { force: true });
+  // Each file written aside and renamed into place: another job restoring the same entry at the same moment
+  // (act runs a workflow's jobs side by side with one HOME) never sees it half-written.
+  const tmp = `${dst}.cache-standin-${process.pid}`;
+  fs.rmSync(tmp, { force: true });
   if (st.isSymbolicLink()) {
-    fs.symlinkSync(fs.readlinkSync(src), dst);
-    return;
+    fs.symlinkSync(fs.readlinkSync(src), tmp);
+  } else {
+    fs.copyFileSync(src, tmp);
+    fs.chmodSync(tmp, st.mode & 0o7777);
+    fs.utimesSync(tmp, st.atime, st.mtime);
   }
-  fs.copyFileSync(src, dst);
-  fs.chmodSync(dst, st.mode & 0o7777);
-  fs.utimesSync(dst, st.atime, st.mtime);
+  fs.renameSync(tmp, dst);
 }
 
 exports.version = (paths) =>
@@ -52,16 +56,22 @@ exports.run = (mode) => {
   const entry = path.join(store, `${key.replace(/[^\w.-]/g, '_')}-${version.slice(0, 16)}`);
   const output = (name, value) => fs.appendFileSync(process.env.GITHUB_OUTPUT, `${name}=${value}\n`);
   if (mode === 'restore') {
-    const hit = fs.existsSync(path.join(entry, '.complete'));
+    let hit = fs.existsSync(path.join(entry, '.complete'));
     if (hit) {
       // Extracted over what is there (tar does not empty the folders first).
-      paths.forEach((p, i) => {
-        const saved = path.join(entry, String(i));
-        if (fs.existsSync(saved)) {
-          fs.mkdirSync(path.dirname(resolve(p)), { recursive: true });
-          copyTree(saved, resolve(p));
-        }
-      });
+      try {
+        paths.forEach((p, i) => {
+          const saved = path.join(entry, String(i));
+          if (fs.existsSync(saved)) {
+            fs.mkdirSync(path.dirname(resolve(p)), { recursive: true });
+            copyTree(saved, resolve(p));
+          }
+        });
+      } catch (err) {
+        // As actions/cache/restore: a failed restore is a warning and a miss, never a failed step.
+        console.log(`::warning::cache stand-in: ${key} not restored: ${err.message}`);
+        hit = false;
+      }
     }
     console.log(`cache stand-in: ${hit ? 'restored' : 'no entry for'} ${key} (version ${version.slice(0, 16)})`);
     output('cache-hit', hit ? 'true' : 'false');
