@@ -263,6 +263,11 @@ def prune_stages(keep: str) -> None:
                     _discard(folder)
 
 
+def _hash(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def _hash_copy(src: Path, dst: Path) -> str:
     digest = hashlib.sha256()
     with open(src, "rb") as fin, open(dst, "wb") as fout:
@@ -292,6 +297,7 @@ def write_stage(env_dir: Path, key: str) -> Path:
             elif name in filenames:
                 st = src.stat()
                 files[rel] = [_hash_copy(src, tmp / "venv" / rel), st.st_mode & 0o777]
+                os.chmod(tmp / "venv" / rel, st.st_mode & 0o777)
                 os.utime(tmp / "venv" / rel, ns=(st.st_atime_ns, st.st_mtime_ns))  # keeps the .pyc files valid
     (tmp / MANIFEST).write_text(json.dumps({"venv": str(env_dir), "files": files, "links": links}), "utf-8")
     _discard(stage)             # a leftover of another job is never what this job saves
@@ -313,12 +319,30 @@ def restore_stage(key: str, env_dir: Path) -> bool:
         print(f"the cache was restored, but {stage} holds no readable manifest ({exc}); installing instead", flush=True)
         return False
     shutil.rmtree(env_dir, ignore_errors=True)
+    made: set[Path] = set()
+    link = True
     try:
         for rel, (sha, mode) in sorted(files.items()):
             src, dst = stage / "venv" / rel, env_dir / rel
             if ".." in Path(rel).parts or Path(rel).is_absolute() or src.is_symlink():
                 raise ValueError(rel)
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            if dst.parent not in made:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                made.add(dst.parent)
+            # A hard link where the stage and RUNNER_TEMP share a file system (creating ~5000 files costs more
+            # than the rest of the restore); checked all the same. A restore into the stage replaces its
+            # files (new inodes), so it never changes these.
+            if link:
+                try:
+                    os.link(src, dst)
+                except OSError:
+                    link = False
+                else:
+                    if os.stat(dst).st_mode & 0o777 == mode & 0o777:
+                        if _hash(dst) != sha:
+                            raise ValueError(rel)
+                        continue
+                    dst.unlink()        # another mode: a copy of its own (a chmod would change the stage's too)
             if _hash_copy(src, dst) != sha:
                 raise ValueError(rel)
             st = src.stat()
