@@ -276,6 +276,7 @@ def main() -> int:
                 results.append(m)
     finally:
         cleanup(local, namespace, sha)
+        harness.remove_setup_stages(scratch)
         if args.keep:
             print(f"bench: logs kept in {scratch}")
         else:

@@ -471,6 +471,23 @@ def _copy_lines(stream, log, stamps: list[tuple[float, str]], start: float) -> N
     stream.close()
 
 
+def remove_setup_stages(under: Path) -> list[Path]:
+    """The setup action's stage folders (~/.cache/ghbuild-setup/<key>, .github/actions/setup/setup.py) that act
+    jobs under `under` wrote: act's host mode gives every job this machine's HOME, and nothing else removes
+    them before the setup action's own one-day pruning. Returns the folders removed."""
+    removed = []
+    root = Path("~/.cache/ghbuild-setup").expanduser()
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            saved_in = Path(json.loads((folder / "manifest.json").read_text("utf-8"))["venv"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if saved_in.is_relative_to(under):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     for sig, wait in ((signal.SIGINT, 20), (signal.SIGKILL, 20)):
         with contextlib.suppress(ProcessLookupError):

@@ -224,6 +224,10 @@ def test_fork_pull_request_is_green_and_pushes_nothing(act, fork_pr_run):
     assert "--push ignored" in fork_pr_run.log
     plan_outputs = fork_pr_run.outputs("/plan")
     assert plan_outputs.get("trusted") == "false", plan_outputs
+    # The second run of the session: every job's setup restored the environment the push run saved (one key per
+    # extras, whatever each job's RUNNER_TEMP, which act makes new for every job), nothing installed or saved.
+    assert fork_pr_run.log.count("restored from the GitHub Actions cache") == 4, fork_pr_run.failure_context()
+    assert "pip install ghbuild into" not in fork_pr_run.log and "cache stand-in: saved" not in fork_pr_run.log
 
 
 def test_nightly_publishes_both_arches_from_staging(act, nightly_run):
