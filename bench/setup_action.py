@@ -7,10 +7,11 @@ RUNNER_TEMP):
 
 - cold, full (extras `all`) and light (extras ""): uv fetched from the package index with the interpreter's
   pip, the environment resolved, downloaded and installed by uv.
-- warm: the venv and stamp a cold run left (RUNNER_TEMP is the same path on every runner of an image, and
-  the environment's scripts name it, so it is part of the cache key) are packed the way actions/cache packs them (tar with zstd,
-  when zstd is on PATH, else gzip), then each sample unpacks them into a new RUNNER_TEMP (what the restore
-  step does after its download) and runs setup.py, which finds the stamp and installs nothing. The download
+- warm: the stage folder a cold run left (~/.cache/ghbuild-setup/<key>: the environment and its manifest,
+  what the action saves; HOME is a folder of the bench) is packed the way actions/cache packs it (tar with
+  zstd, when zstd is on PATH, else gzip), then each sample removes the stage, unpacks it again (what the
+  restore step does after its download) and runs setup.py with the restore's cache hit in a RUNNER_TEMP at
+  another path than the cold run's, so it relocates the environment there and installs nothing. The download
   from GitHub's cache service itself cannot be measured here (no such service locally); the archive size is
   printed so that it can be estimated.
 
@@ -23,6 +24,7 @@ Usage: .venv/bin/python bench/setup_action.py [--cold-runs 1] [--warm-runs 5] [-
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -36,24 +38,32 @@ SETUP = ROOT / ".github" / "actions" / "setup" / "setup.py"
 COLD_GOAL, WARM_GOAL = 8.0, 3.0
 
 
-def job_env(runner_temp: Path, extras: str) -> dict[str, str]:
+def job_env(runner_temp: Path, extras: str, restored: str = "false") -> dict[str, str]:
     path = ":".join(p for p in os.environ.get("PATH", "").split(":") if not (Path(p) / "uv").exists())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "UV_", "PYTHONDONTWRITE"))}
     out = runner_temp / "github_output"
     out.touch()
     env.update(PATH=path, RUNNER_TEMP=str(runner_temp), PIP_NO_CACHE_DIR="1", GITHUB_OUTPUT=str(out),
                GITHUB_PATH=str(runner_temp / "github_path"), GHBUILD_SETUP_EXTRAS=extras,
-               GITHUB_ACTION_PATH=str(SETUP.parent))
+               GITHUB_ACTION_PATH=str(SETUP.parent), HOME=str(runner_temp.parent / "home"),
+               GITHUB_EVENT_NAME="push", GHBUILD_SETUP_CACHE="true", GHBUILD_SETUP_RESTORED=restored)
     return env
 
 
-def setup(python: str, runner_temp: Path, extras: str) -> tuple[float, str]:
+def setup(python: str, runner_temp: Path, extras: str, restored: str = "false") -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run([python, str(SETUP)], env=job_env(runner_temp, extras), capture_output=True, text=True)
+    proc = subprocess.run([python, str(SETUP)], env=job_env(runner_temp, extras, restored), capture_output=True,
+                          text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"setup.py failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return elapsed, proc.stdout + proc.stderr
+
+
+def label_key(runner_temp: Path) -> str:
+    """The cache key's tail (the fingerprint) of the environment a cold run in runner_temp staged."""
+    stamp = json.loads((runner_temp / "ghbuild" / "setup.json").read_text("utf-8"))
+    return stamp["fingerprint"][:40]
 
 
 def du(path: Path) -> int:
@@ -83,24 +93,27 @@ def main() -> int:
             shown = extras or '""'
             rows.append((f"cold, {label} (extras {shown})", samples, f"venv {size / 1e6:.0f} MB"))
             archive = tmp / f"{label}.tar"
+            stage = next((tmp / "home" / ".cache" / "ghbuild-setup").glob(f"ghbuild-venv-*{label_key(rt)}"))
             start = time.perf_counter()
-            subprocess.run(f"tar -C {rt} -cf - ghbuild/venv ghbuild/setup.json | {' '.join(compressor)} > {archive}",
-                           shell=True, check=True)
+            subprocess.run(f"tar -C {tmp / 'home'} -cf - {stage.relative_to(tmp / 'home')} | {' '.join(compressor)} "
+                           f"> {archive}", shell=True, check=True)
             archives[label] = (archive, time.perf_counter() - start)
         for label, (archive, pack_s) in archives.items():
             unpack, total = [], []
             for i in range(args.warm_runs):
-                rt = tmp / f"runner-temp-{label}"   # emptied: a fresh job on the same runner image
-                shutil.rmtree(rt)
+                rt = tmp / f"warm-runner-temp-{label}"   # a fresh job, RUNNER_TEMP elsewhere than the cold run's
+                shutil.rmtree(rt, ignore_errors=True)
                 rt.mkdir()
+                shutil.rmtree(tmp / "home" / ".cache" / "ghbuild-setup", ignore_errors=True)
                 start = time.perf_counter()
-                subprocess.run(f"{' '.join(compressor)} -dc {archive} | tar -C {rt} -xf -", shell=True, check=True)
+                subprocess.run(f"{' '.join(compressor)} -dc {archive} | tar -C {tmp / 'home'} -xf -", shell=True,
+                               check=True)
                 unpack.append(time.perf_counter() - start)
-                elapsed, log = setup(args.python, rt, "all" if label == "full" else "")
-                if "nothing to install" not in log:
+                elapsed, log = setup(args.python, rt, "all" if label == "full" else "", restored="true")
+                if "restored from the GitHub Actions cache" not in log:
                     raise SystemExit(f"warm run installed something:\n{log[-2000:]}")
                 total.append(unpack[-1] + elapsed)
-            rows.append((f"warm, {label}: unpack + setup.py", total,
+            rows.append((f"warm, {label}: unpack + setup.py (relocate)", total,
                          f"archive {archive.stat().st_size / 1e6:.0f} MB ({compressor[0]}), unpack median "
                          f"{statistics.median(unpack):.2f} s, packing took {pack_s:.1f} s"))
     print(f"setup.py in a fresh RUNNER_TEMP, PIP_NO_CACHE_DIR=1, no uv on PATH ({args.python})")

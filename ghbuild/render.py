@@ -213,6 +213,10 @@ def build_text(report) -> str:
                      + ("  (layer cache)" if st.get("from_layer_cache") else ""))
     if report.size is not None:
         lines.append(f"  size     {format_size(report.size)}")
+    timings = getattr(report, "timings", None) or {}
+    if timings:     # the engine's own time (the build subprocess, the engine backend's push), for the log
+        lines.append("  engine   " + ", ".join(f"{key.removesuffix('_seconds')} {value:.2f} s"
+                                               for key, value in timings.items()))
     for name, st in report.stages.items():
         if "size" in st:
             lines.append(f"    {name:<12} {format_size(st['size'])}")

@@ -227,6 +227,11 @@ def test_sccache_summary_counts_rebuilt_stages_and_flags_layer_cached_ones():
     text = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="engine", ref="r", image_id=None, sccache=summary,
                                              size=None, stages={}, skipped=[], warnings=[], budget_failures=[]))
     assert "rust       -          hits    0" in text and "(layer cache)" in text
+    assert "  engine   " not in text
+    timed = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="engine", ref="r", image_id=None,
+                                              sccache=summary, size=None, stages={}, skipped=[], warnings=[],
+                                              budget_failures=[], timings={"build_seconds": 1.5, "push_seconds": 0.25}))
+    assert "  engine   build 1.50 s, push 0.25 s" in timed.splitlines()
 
 
 def test_sccache_summary_without_stats_is_empty_not_an_error():

@@ -453,7 +453,7 @@ def plant_install(root: Path, runner_temp: Path) -> None:
     exe.parent.mkdir(parents=True)
     exe.write_text("#!/bin/sh\necho 'ghbuild 0.1.0'\n")
     exe.chmod(0o755)
-    fingerprint = setup_module.fingerprint(root, setup_module.source_files(root), "all", home)
+    fingerprint = setup_module.fingerprint(root, setup_module.source_files(root), "all")
     (home / "setup.json").write_text(json.dumps({"fingerprint": fingerprint}))
 
 
@@ -497,7 +497,7 @@ def test_setup_cache_key_names_what_the_environment_depends_on(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     version = ".".join(map(str, sys.version_info[:3]))
     assert push["key"].startswith(f"ghbuild-venv-Linux-ARM64-py{version}-"), push["key"]
-    assert push["venv"] == str(runner_temp / "ghbuild" / "venv") and push["save"] == "true"
+    assert push["path"] == f"~/.cache/ghbuild-setup/{push['key']}" and push["save"] == "true"
     _, light = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux",
                          RUNNER_ARCH="ARM64", GHBUILD_SETUP_EXTRAS="")
     (root / "ghbuild" / "new.py").write_text("x = 1\n")
@@ -514,6 +514,101 @@ def test_setup_saves_the_cache_only_from_runs_that_own_their_scope(tmp_path, eve
     proc, outputs = setup_key(fake_toolkit(tmp_path), tmp_path / "rt", tmp_path, GITHUB_EVENT_NAME=event)
     assert proc.returncode == 0 and outputs["save"] == save, proc.stdout
     assert ("restore only" in proc.stdout) == (save == "false")
+
+
+STANDIN_CACHE = REPO / "tests" / "act" / "standins" / "cache" / "cache.js"
+# `uv` for these tests: "installs" a ghbuild console script that names its environment's python by path, as a
+# real install does, and logs each call.
+FAKE_UV = """#!/bin/sh
+echo "$@" >> "$FAKE_UV_LOG"
+py="$4"
+printf '#!%s\\nprint("ghbuild 0.1.0")\\n' "$py" > "$(dirname "$py")/ghbuild"
+chmod +x "$(dirname "$py")/ghbuild"
+"""
+
+
+class SetupJob:
+    """One job's run of the setup action's steps (key, restore, install, save: action.yml's conditions), with
+    the act stand-in for actions/cache (an entry found by key and path version, as on GitHub)."""
+
+    def __init__(self, node: str, tmp_path: Path, store: Path):
+        self.node, self.tmp, self.store, self.root = node, tmp_path, store, fake_toolkit(tmp_path)
+        bin_dir = tmp_path / "fake-uv"
+        bin_dir.mkdir()
+        (bin_dir / "uv").write_text(FAKE_UV)
+        (bin_dir / "uv").chmod(0o755)
+        self.uv_log = tmp_path / "uv.log"
+        self.base = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "HOME": str(tmp_path / "home"),
+                     "FAKE_UV_LOG": str(self.uv_log), "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64",
+                     "GITHUB_ACTION_PATH": str(self.root / ".github" / "actions" / "setup")}
+
+    def step(self, argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, dict]:
+        output = self.tmp / "step-output"
+        output.write_text("")
+        proc = subprocess.run(argv, env={**self.base, "GITHUB_OUTPUT": str(output),
+                                         "GITHUB_PATH": str(self.tmp / "step-path"), **env},
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc, dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+
+    def cache(self, mode: str, key: str, path: str) -> dict:
+        code = f"require({json.dumps(str(STANDIN_CACHE))}).run({json.dumps(mode)})"
+        return self.step([self.node, "-e", code], {"GHBUILD_ACT_CACHE": str(self.store), "INPUT_KEY": key,
+                                                   "INPUT_PATH": path, "GITHUB_WORKSPACE": str(self.tmp)})[1]
+
+    def run(self, runner_temp: Path, event: str) -> dict:
+        runner_temp.mkdir(parents=True)
+        env = {"RUNNER_TEMP": str(runner_temp), "GITHUB_EVENT_NAME": event}
+        setup = str(self.root / ".github" / "actions" / "setup" / "setup.py")
+        _, key = self.step([sys.executable, setup, "--key"], env)
+        restore = self.cache("restore", key["key"], key["path"])
+        proc, install = self.step([sys.executable, setup], {**env, "GHBUILD_SETUP_CACHE": "true",
+                                                            "GHBUILD_SETUP_RESTORED": restore["cache-hit"]})
+        saved = key["save"] == "true" and install["staged"] == "true"
+        if saved:
+            self.cache("save", key["key"], key["path"])
+        return {**key, **install, "hit": restore["cache-hit"], "saved": saved, "log": proc.stdout}
+
+
+def test_a_second_job_restores_the_environment_wherever_its_runner_temp_is(node, tmp_path):
+    """RUNNER_TEMP is another folder in every act job, on a self-hosted runner installed elsewhere and in a
+    container job; actions/cache finds an entry by key AND the `path` strings. Neither may name RUNNER_TEMP."""
+    job = SetupJob(node, tmp_path, tmp_path / "cache-store")
+    first = job.run(tmp_path / "job1" / "tmp", "push")
+    assert first["hit"] == "false" and first["cached"] == "false" and first["saved"], first
+    assert job.uv_log.read_text().count("pip install") == 1
+    shutil.rmtree(tmp_path / "job1")            # the runner empties RUNNER_TEMP after the job
+    second = job.run(tmp_path / "elsewhere" / "job2" / "tmp", "push")
+    assert (second["key"], second["path"]) == (first["key"], first["path"]), "the same environment, the same entry"
+    assert second["hit"] == "true" and second["cached"] == "true" and not second["saved"], second
+    assert "restored from the GitHub Actions cache" in second["log"]
+    assert job.uv_log.read_text().count("pip install") == 1, "nothing installed by the second job"
+    # Relocated: the console script names the second job's interpreter, and runs.
+    exe = tmp_path / "elsewhere" / "job2" / "tmp" / "ghbuild" / "venv" / "bin" / "ghbuild"
+    assert exe.read_text().startswith(f"#!{exe.parent / 'python'}\n")
+    assert subprocess.run([second["ghbuild"], "--version"], capture_output=True, text=True).stdout == "ghbuild 0.1.0\n"
+
+
+def test_an_untrusted_job_restores_but_never_saves(node, tmp_path):
+    job = SetupJob(node, tmp_path, tmp_path / "cache-store")
+    untrusted = job.run(tmp_path / "job1" / "tmp", "pull_request_target")
+    assert untrusted["hit"] == "false" and untrusted["save"] == "false" and untrusted["staged"] == "false"
+    assert not untrusted["saved"] and not any((tmp_path / "cache-store").glob("*")), "nothing in the cache"
+    assert not (tmp_path / "home" / ".cache" / "ghbuild-setup" / untrusted["key"]).exists(), "nothing staged"
+    job.run(tmp_path / "job2" / "tmp", "push")
+    later = job.run(tmp_path / "job3" / "tmp", "workflow_run")
+    assert later["hit"] == "true" and later["cached"] == "true" and not later["saved"]
+
+
+def test_a_restored_stage_that_does_not_match_its_manifest_is_installed_instead(node, tmp_path):
+    job = SetupJob(node, tmp_path, tmp_path / "cache-store")
+    job.run(tmp_path / "job1" / "tmp", "push")
+    saved = next(p for p in (tmp_path / "cache-store").rglob("ghbuild") if p.parent.name == "bin")
+    saved.write_text("#!/bin/sh\necho 'ghbuild 6.6.6'\n")        # changed after the save
+    again = job.run(tmp_path / "job2" / "tmp", "push")
+    assert again["hit"] == "true" and again["cached"] == "false" and again["version"] == "0.1.0", again
+    assert "does not match its manifest" in again["log"]
+    assert job.uv_log.read_text().count("pip install") == 2
 
 
 def test_setup_refuses_a_bad_extras_input(tmp_path):

@@ -35,8 +35,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import tomllib
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,29 @@ def runner_env(local: dict[str, str], sccache: dict[str, str], wheelhouse: Path)
     if local.get("GHBUILD_SCCACHE_HELPER_IMAGE"):   # the helper `make infra-up` pushed (no ghcr.io here)
         env["GHBUILD_SCCACHE_HELPER_IMAGE"] = local["GHBUILD_SCCACHE_HELPER_IMAGE"]
     return env
+
+
+def project_env(local: dict[str, str], sccache: dict[str, str], wheelhouse: Path, namespace: str) -> dict[str, str]:
+    """runner_env, and ghbuild's own project (ghbuild.toml) pointed at the local registries under `namespace`,
+    its cpu image built to the `os-base` stage only (the workflows are under test, not the compile)."""
+    staging = f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}"
+    return {**runner_env(local, sccache, wheelhouse),
+            "GHBUILD_REGISTRIES_STAGING": f"{staging}/{{image}}",
+            "GHBUILD_REGISTRIES_CACHE": f"{staging}/cache",
+            "GHBUILD_REGISTRIES_PUBLISH": f"{local['GHBUILD_LOCAL_HUB']}/{namespace}/{{image}}",
+            "GHBUILD_IMAGES_CPU_TARGET": "os-base"}
+
+
+# What ci.yml reads from the repository's variables in the act runs of ghbuild's own tree: the cpu image only,
+# each built image smoke-tested with a command every stage has.
+PROJECT_VARIABLES = {"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "python3 --version"}
+
+
+def trusted_secrets(local: dict[str, str], aws_secret: str) -> dict[str, str]:
+    """What GitHub gives a push or schedule run of the canonical repository (fresh token values each call)."""
+    return {"GITHUB_TOKEN": f"ghs_act{uuid.uuid4().hex}",
+            "AWS_ACCESS_KEY_ID": local["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": aws_secret,
+            "DOCKERHUB_USERNAME": "ghbuild-act", "DOCKERHUB_TOKEN": f"dckr_pat_{uuid.uuid4().hex}"}
 
 
 def make_repository(dest: Path, files: dict[str, str], origin: str, message: str) -> str:
@@ -331,6 +356,9 @@ class ActRun:
     log_path: Path
     record_dir: Path
     artifacts: Path
+    # (seconds since act started, line) for every line of the log, as it arrived: act prints no times of its
+    # own, only each step's duration (bench/ci_nochange.py builds its timeline from these).
+    stamps: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def jobs(self) -> dict[str, str]:
@@ -411,21 +439,53 @@ class Act:
             argv += ["--input", f"{key}={value}"]
         argv += local_repository_flags(self.tree, self.sha, reachable(self.tree, tree / workflow))
         log_path = folder / "act.log"
+        stamps: list[tuple[float, str]] = []
         start = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log:
             proc = subprocess.Popen(argv, cwd=tree, env={**_base_env(), "TMPDIR": str(folder / "tmp")},
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            reader = threading.Thread(target=_copy_lines, args=(proc.stdout, log, stamps, start), daemon=True)
+            reader.start()
             try:
                 rc = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
+                reader.join(timeout=10)
                 text = log_path.read_text("utf-8", errors="replace")
                 raise HarnessError(f"act {name}: still running after {timeout:.0f} s (killed); last lines:\n"
                                    + "\n".join(text.splitlines()[-60:]))
+            reader.join(timeout=30)     # a child that kept act's stdout open is not waited for longer
         run = ActRun(name, argv, rc, time.monotonic() - start, log_path.read_text("utf-8", errors="replace"),
-                     log_path, record_dir, artifacts)
+                     log_path, record_dir, artifacts, list(stamps))
         self.runs.append(run)
         return run
+
+
+def _copy_lines(stream, log, stamps: list[tuple[float, str]], start: float) -> None:
+    """act's output into the log file, line by line, each line's arrival time noted."""
+    for raw in stream:
+        line = raw.decode("utf-8", errors="replace")
+        stamps.append((time.monotonic() - start, line.rstrip("\n")))
+        log.write(line)
+        log.flush()
+    stream.close()
+
+
+def remove_setup_stages(under: Path) -> list[Path]:
+    """The setup action's stage folders (~/.cache/ghbuild-setup/<key>, .github/actions/setup/setup.py) that act
+    jobs under `under` wrote: act's host mode gives every job this machine's HOME, and nothing else removes
+    them before the setup action's own one-day pruning. Returns the folders removed."""
+    removed = []
+    root = Path("~/.cache/ghbuild-setup").expanduser()
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            saved_in = Path(json.loads((folder / "manifest.json").read_text("utf-8"))["venv"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if saved_in.is_relative_to(under):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

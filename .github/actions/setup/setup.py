@@ -19,6 +19,18 @@ would build: the sha256 of the sources, the Python version and the interpreter's
 architecture. The action restores that key before installing and saves it right after a fresh install,
 before any later step of the job has run, and only for events whose cache scope is the run's own
 (see CACHE_WRITE_EVENTS).
+
+Where the cache lives, and why not in RUNNER_TEMP: actions/cache keys an entry by its key AND a
+"version", the sha256 of the `path` input strings as written. RUNNER_TEMP is a different path on a
+self-hosted runner installed elsewhere, in a container job, and under act (a new folder per job), so
+a path under it made every such job miss. The environment itself still lives in RUNNER_TEMP (the runner
+empties it after every job: nothing one job leaves there is ever used by another); what goes through the
+cache is a copy of it in a stage folder whose `path` is written `~/.cache/ghbuild-setup/<key>` (the same
+string on every runner) together with a manifest (sha256 and mode of every file, every symlink, and the
+environment's path at save time). After a restore, the files the manifest lists, and only those, are copied
+into RUNNER_TEMP/ghbuild/venv and checked against it (a stage that another job on the same machine is
+writing at that moment fails the check, and this job installs instead); the scripts in bin/ that name the
+saving job's environment by path are rewritten to name this one. The key no longer names RUNNER_TEMP.
 """
 
 from __future__ import annotations
@@ -58,6 +70,11 @@ SKIP = {"__pycache__", ".pytest_cache"}
 # and unpacks about 4 times faster (docs/benchmarks.md). A model removed by mistake fails loudly
 # (UnknownServiceError naming it), never silently.
 BOTOCORE_SERVICES = frozenset({"s3", "ecr", "ecr-public", "sts", "sso", "sso-oidc", "signin"})
+# The stage folder the GitHub Actions cache saves and restores (see the module docstring). Written with `~`
+# in the action's `path` input: actions/cache expands it, and hashes the string as written into the entry's version.
+STAGE_ROOT = "~/.cache/ghbuild-setup"
+MANIFEST = "manifest.json"
+STAGE_MAX_AGE = 24 * 3600       # stage folders older than this (by ctime) are removed by the next --key
 
 
 def fail(message: str) -> None:
@@ -99,10 +116,10 @@ def requested_extras() -> str:
     return ",".join(sorted(set(names)))
 
 
-def fingerprint(root: Path, files: list[Path], extras: str, home: Path) -> str:
+def fingerprint(root: Path, files: list[Path], extras: str) -> str:
     digest = hashlib.sha256()
-    # The environment's own path too: its scripts name their interpreter by absolute path.
-    digest.update(f"{sys.version}\0{Path(sys.executable).resolve()}\0[{extras}]\0{home}\0".encode())
+    # Not the environment's own path: a restored environment is relocated (see restore_stage).
+    digest.update(f"{sys.version}\0{Path(sys.executable).resolve()}\0[{extras}]\0".encode())
     # This script too: how it installs (e.g. trim_botocore) is part of what the environment is.
     digest.update(hashlib.sha256(Path(__file__).read_bytes()).digest())
     for path in files:
@@ -236,14 +253,153 @@ def version_of(exe: Path) -> str:
     return words[1]
 
 
-def print_key(wanted: str, home: Path, stamp_file: Path) -> int:
-    """The cache step's inputs: key, paths, and whether this run may write the cache (see CACHE_WRITE_EVENTS)."""
+def may_save() -> bool:
+    return os.environ.get("GITHUB_EVENT_NAME", "") in CACHE_WRITE_EVENTS
+
+
+def stage_path(key: str) -> str:
+    """The cache's `path` input, as written (the same string on every runner: it is part of the entry's version)."""
+    return f"{STAGE_ROOT}/{key}"
+
+
+def _discard(folder: Path) -> None:
+    """Remove a stage folder: renamed away first (atomic for anyone looking), then deleted."""
+    trash = folder.with_name(f".trash-{folder.name}-{os.getpid()}-{time.monotonic_ns()}")
+    with contextlib.suppress(OSError):
+        folder.rename(trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def prune_stages(keep: str) -> None:
+    """Stage folders of other keys that nobody touched for a day go (a self-hosted runner keeps its home)."""
+    root = Path(STAGE_ROOT).expanduser()
+    if not root.is_dir():
+        return
+    now = time.time()
+    for folder in root.iterdir():
+        with contextlib.suppress(OSError):
+            if folder.name != keep and now - folder.lstat().st_ctime > STAGE_MAX_AGE:
+                if folder.name.startswith(".trash-"):
+                    shutil.rmtree(folder, ignore_errors=True)
+                else:
+                    _discard(folder)
+
+
+def _hash(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _hash_copy(src: Path, dst: Path) -> str:
+    digest = hashlib.sha256()
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        while chunk := fin.read(1 << 20):
+            digest.update(chunk)
+            fout.write(chunk)
+    return digest.hexdigest()
+
+
+def write_stage(env_dir: Path, key: str) -> Path:
+    """Copy the fresh environment into its stage folder, with a manifest, for the save step. The copy is made
+    aside and renamed into place, so a job reading the stage of the same key sees one whole copy or none."""
+    stage = Path(stage_path(key)).expanduser()
+    stage.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=stage.parent))
+    files: dict[str, list] = {}
+    links: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(env_dir):
+        rel_dir = Path(dirpath).relative_to(env_dir)
+        (tmp / "venv" / rel_dir).mkdir(parents=True, exist_ok=True)
+        for name in dirnames + filenames:
+            src, rel = Path(dirpath) / name, str(rel_dir / name)
+            if src.is_symlink():
+                links[rel] = os.readlink(src)
+                (tmp / "venv" / rel).symlink_to(links[rel])
+                dirnames[:] = [d for d in dirnames if d != name]
+            elif name in filenames:
+                st = src.stat()
+                files[rel] = [_hash_copy(src, tmp / "venv" / rel), st.st_mode & 0o777]
+                os.chmod(tmp / "venv" / rel, st.st_mode & 0o777)
+                os.utime(tmp / "venv" / rel, ns=(st.st_atime_ns, st.st_mtime_ns))  # keeps the .pyc files valid
+    (tmp / MANIFEST).write_text(json.dumps({"venv": str(env_dir), "files": files, "links": links}), "utf-8")
+    _discard(stage)             # a leftover of another job is never what this job saves
+    try:
+        tmp.rename(stage)
+    except OSError:             # a job of the same key put its own whole copy there meanwhile: that one is saved
+        shutil.rmtree(tmp, ignore_errors=True)
+    return stage
+
+
+def restore_stage(key: str, env_dir: Path) -> bool:
+    """The restored stage, relocated into env_dir: only the files and links its manifest lists, each checked
+    against it. False (and env_dir removed) when the stage is missing, partial or does not match."""
+    stage = Path(stage_path(key)).expanduser()
+    try:
+        manifest = json.loads((stage / MANIFEST).read_text("utf-8"))
+        old, files, links = str(manifest["venv"]), dict(manifest["files"]), dict(manifest["links"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"the cache was restored, but {stage} holds no readable manifest ({exc}); installing instead", flush=True)
+        return False
+    shutil.rmtree(env_dir, ignore_errors=True)
+    made: set[Path] = set()
+    link = True
+    try:
+        for rel, (sha, mode) in sorted(files.items()):
+            src, dst = stage / "venv" / rel, env_dir / rel
+            if ".." in Path(rel).parts or Path(rel).is_absolute() or src.is_symlink():
+                raise ValueError(rel)
+            if dst.parent not in made:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                made.add(dst.parent)
+            # A hard link where the stage and RUNNER_TEMP share a file system (creating ~5000 files costs more
+            # than the rest of the restore); checked all the same. A restore into the stage replaces its
+            # files (new inodes), so it never changes these.
+            if link:
+                try:
+                    os.link(src, dst)
+                except OSError:
+                    link = False
+                else:
+                    if os.stat(dst).st_mode & 0o777 == mode & 0o777:
+                        if _hash(dst) != sha:
+                            raise ValueError(rel)
+                        continue
+                    dst.unlink()        # another mode: a copy of its own (a chmod would change the stage's too)
+            if _hash_copy(src, dst) != sha:
+                raise ValueError(rel)
+            st = src.stat()
+            os.chmod(dst, mode & 0o777)
+            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+        for rel, target in links.items():
+            if ".." in Path(rel).parts or Path(rel).is_absolute():
+                raise ValueError(rel)
+            (env_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (env_dir / rel).symlink_to(target.replace(old, str(env_dir)) if target.startswith(old + "/") else target)
+    except (OSError, ValueError) as exc:
+        print(f"the restored environment does not match its manifest ({exc}); installing instead", flush=True)
+        shutil.rmtree(env_dir, ignore_errors=True)
+        return False
+    # Scripts (console scripts' shebangs, activate) name the environment they were installed in.
+    if old != str(env_dir):
+        for script in (env_dir / "bin").iterdir():
+            if script.is_file() and not script.is_symlink():
+                data = script.read_bytes()
+                if old.encode() in data[:65536]:
+                    tmp = script.with_name(script.name + ".relocating")
+                    tmp.write_bytes(data.replace(old.encode(), str(env_dir).encode()))
+                    os.chmod(tmp, script.stat().st_mode & 0o777)
+                    tmp.replace(script)
+    return True
+
+
+def print_key(wanted: str) -> int:
+    """The cache step's inputs: key, path, and whether this run may write the cache (see CACHE_WRITE_EVENTS)."""
     event = os.environ.get("GITHUB_EVENT_NAME", "")
-    write = event in CACHE_WRITE_EVENTS
+    write = may_save()
     key = cache_key(wanted)
+    prune_stages(keep=key)
     write_command_file("GITHUB_OUTPUT", f"key={key}")
-    write_command_file("GITHUB_OUTPUT", f"venv={home / 'venv'}")
-    write_command_file("GITHUB_OUTPUT", f"stamp={stamp_file}")
+    write_command_file("GITHUB_OUTPUT", f"path={stage_path(key)}")
     write_command_file("GITHUB_OUTPUT", f"save={'true' if write else 'false'}")
     why = "" if write else f" (restore only: a {event or 'local'} run does not write the cache its scope shares)"
     print(f"cache key {key}{why}")
@@ -263,12 +419,13 @@ def main() -> int:
     exe = home / "venv" / "bin" / "ghbuild"
     extras = requested_extras()
     if sys.argv[1:] == ["--key"]:
-        return print_key(fingerprint(root, files, extras, home), home, stamp_file)
+        return print_key(fingerprint(root, files, extras))
     if sys.argv[1:]:
         fail(f"unknown arguments {sys.argv[1:]} (only --key)")
-    installer = ""
+    installer, restored, staged = "", False, False
+    use_cache = os.environ.get("GHBUILD_SETUP_CACHE", "false") == "true"
     with locked(home):
-        wanted = fingerprint(root, files, extras, home)
+        wanted = fingerprint(root, files, extras)
         try:
             stamp = json.loads(stamp_file.read_text("utf-8"))
         except (OSError, ValueError):
@@ -276,9 +433,15 @@ def main() -> int:
         cached = stamp.get("fingerprint") == wanted and exe.is_file()
         if not cached:
             stamp_file.unlink(missing_ok=True)
-            installer = install(root, files, home, extras)
-            if not exe.is_file():
-                fail(f"pip did not install the ghbuild command into {exe.parent}")
+            if use_cache and os.environ.get("GHBUILD_SETUP_RESTORED") == "true":
+                restored = restore_stage(cache_key(wanted), home / "venv") and exe.is_file()
+            if not restored:
+                installer = install(root, files, home, extras)
+                if not exe.is_file():
+                    fail(f"pip did not install the ghbuild command into {exe.parent}")
+                if use_cache and may_save():
+                    write_stage(home / "venv", cache_key(wanted))
+                    staged = True
         version = version_of(exe)
         bin_dir = home / "bin"
         bin_dir.mkdir(exist_ok=True)
@@ -293,8 +456,12 @@ def main() -> int:
         write_command_file("GITHUB_PATH", str(bin_dir))
     write_command_file("GITHUB_OUTPUT", f"ghbuild={link}")
     write_command_file("GITHUB_OUTPUT", f"version={version}")
-    write_command_file("GITHUB_OUTPUT", f"cached={'true' if cached else 'false'}")
-    if cached:
+    write_command_file("GITHUB_OUTPUT", f"cached={'true' if cached or restored else 'false'}")
+    write_command_file("GITHUB_OUTPUT", f"staged={'true' if staged else 'false'}")
+    if restored:
+        print(f"ghbuild {version}: restored from the GitHub Actions cache into {home / 'venv'} ({link}) in "
+              f"{time.monotonic() - started:.1f} s; nothing to install")
+    elif cached:
         print(f"ghbuild {version}: already set up ({link}, restored from the cache or by an earlier call in "
               f"this job) in {time.monotonic() - started:.1f} s; nothing to install")
     else:

@@ -39,6 +39,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from act import harness
 
 from fakes.oci import RegistryClient
 from infra import localenv
@@ -123,6 +124,7 @@ def session(request) -> Session:
         yield sess
     finally:
         sess.cleanup()
+        harness.remove_setup_stages(workdir)     # what the act tests' setup actions left in ~/.cache
         # A credentials file that an interrupted ghbuild could not remove never stays.
         for leftover in workdir.rglob("ghbuild_sccache"):
             leftover.unlink()

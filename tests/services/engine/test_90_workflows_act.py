@@ -69,18 +69,12 @@ def act(session):
     tree, sha, rewrites, wheelhouse = harness.ghbuild_checkout(scratch, f"ghbuild act test, session {session.sid}")
     namespace = f"ghbuild-test-{session.sid}-act"
     local = session.local
-    env = {
-        **harness.runner_env(local, session.base_env, wheelhouse),
-        # The project's registries, pointed at the local services (a session namespace).
-        "GHBUILD_REGISTRIES_STAGING": f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}/{{image}}",
-        "GHBUILD_REGISTRIES_CACHE": f"{local['GHBUILD_LOCAL_STAGING']}/{namespace}/cache",
-        "GHBUILD_REGISTRIES_PUBLISH": f"{local['GHBUILD_LOCAL_HUB']}/{namespace}/{{image}}",
-        "GHBUILD_IMAGES_CPU_TARGET": "os-base",
-    }
-    # GHBUILD_SCCACHE_HELPER_IMAGE: the helper the nightly builds with instead of publishing its own (no ghcr.io
-    # here, and no buildx for sccache-helper.yml): the one `make infra-up` pushed.
+    # The project's registries, pointed at the local services (a session namespace).
+    env = harness.project_env(local, session.base_env, wheelhouse, namespace)
     runner = Suite(tree=tree, sha=sha, scratch=scratch, env=env, rewrites=rewrites,
-                   variables={"GHBUILD_IMAGES": "cpu", "GHBUILD_SMOKE_TEST": "python3 --version",
+                   # GHBUILD_SCCACHE_HELPER_IMAGE: the helper the nightly builds with instead of publishing its
+                   # own (no ghcr.io here, and no buildx for sccache-helper.yml): the one `make infra-up` pushed.
+                   variables={**harness.PROJECT_VARIABLES,
                               "GHBUILD_SCCACHE_HELPER_IMAGE": local["GHBUILD_SCCACHE_HELPER_IMAGE"]},
                    namespace=namespace, staging=session.registry, hub=RegistryClient(local["GHBUILD_LOCAL_HUB"]),
                    local=local, aws_secret=session.base_env["AWS_SECRET_ACCESS_KEY"])
@@ -97,9 +91,7 @@ def act(session):
 
 def trusted_secrets(act) -> dict[str, str]:
     """What GitHub gives a push or schedule run of the canonical repository."""
-    secrets = {"GITHUB_TOKEN": f"ghs_act{uuid.uuid4().hex}",
-               "AWS_ACCESS_KEY_ID": act.local["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": act.aws_secret,
-               "DOCKERHUB_USERNAME": "ghbuild-act", "DOCKERHUB_TOKEN": f"dckr_pat_{uuid.uuid4().hex}"}
+    secrets = harness.trusted_secrets(act.local, act.aws_secret)
     act.secret_values.update({secrets["GITHUB_TOKEN"], secrets["DOCKERHUB_TOKEN"], act.aws_secret})
     return secrets
 
@@ -236,6 +228,10 @@ def test_fork_pull_request_is_green_and_pushes_nothing(act, fork_pr_run):
     assert "--push ignored" in fork_pr_run.log
     plan_outputs = fork_pr_run.outputs("/plan")
     assert plan_outputs.get("trusted") == "false", plan_outputs
+    # The second run of the session: every job's setup restored the environment the push run saved (one key per
+    # extras, whatever each job's RUNNER_TEMP, which act makes new for every job), nothing installed or saved.
+    assert fork_pr_run.log.count("restored from the GitHub Actions cache") == 4, fork_pr_run.failure_context()
+    assert "pip install ghbuild into" not in fork_pr_run.log and "cache stand-in: saved" not in fork_pr_run.log
 
 
 def test_nightly_publishes_both_arches_from_staging(act, nightly_run):
