@@ -459,8 +459,9 @@ def main() -> int:
     write_command_file("GITHUB_OUTPUT", f"cached={'true' if cached or restored else 'false'}")
     write_command_file("GITHUB_OUTPUT", f"staged={'true' if staged else 'false'}")
     if restored:
-        print(f"ghbuild {version}: restored from the GitHub Actions cache into {home / 'venv'} ({link}) in "
-              f"{time.monotonic() - started:.1f} s; nothing to install")
+        # The key is the hash of these sources: say which checkout they are, as an install does.
+        print(f"ghbuild {version}: the environment of {root}, restored from the GitHub Actions cache into "
+              f"{home / 'venv'} ({link}) in {time.monotonic() - started:.1f} s; nothing to install")
     elif cached:
         print(f"ghbuild {version}: already set up ({link}, restored from the cache or by an earlier call in "
               f"this job) in {time.monotonic() - started:.1f} s; nothing to install")

@@ -372,6 +372,9 @@ def rocm_run(act, push_run):
            if key in act.local}
     saved = dict(act.variables)
     act.variables["GHBUILD_IMAGES"] = "rocm"
+    # The runner check's disk floor through the repository variable: this test must not depend on the
+    # host's free space (the default, 50GB, is what a ROCm build needs, not what a CPU stand-in does).
+    act.variables["GHBUILD_RUNNER_MIN_FREE_DISK"] = "1GB"
     try:
         return act.run("ci-push-rocm", "push", ".github/workflows/ci.yml", harness.event_payload("push", act.sha),
                        secrets=trusted_secrets(act), env=env, timeout=ACT_TIMEOUT)
@@ -398,6 +401,7 @@ def test_rocm_base_is_ensured_and_the_gpu_job_stops_at_the_runner_check(act, roc
     assert jobs.get("images/build images/rocm-amd64") == "failed", jobs
     assert jobs.get("images/build images/summary") == "succeeded", jobs
     assert "FAIL  kfd: /dev/kfd does not exist" in run.log
+    assert re.search(r"ok +disk: .* free on .*, need 1\.00 GB", run.log), "the variable sets the disk floor"
     assert "Failure - Main Check the self-hosted runner" in run.log
     assert "Build rocm for linux/amd64" not in run.log.split("Failure - Main Check the self-hosted runner")[1]
     report = run.artifacts / "ghbuild-diagnose-rocm-amd64"
