@@ -291,14 +291,18 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
     digest its identity hashed), else the configured helper pinned to its digest now."""
     if request.helper_image:
         return request.helper_image, None
-    if registries is None:
-        from ghbuild import registry
-
-        registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
     from ghbuild.ensure_base import registry_lookup
 
-    return sccache.helper_image(options, options.project_dir / job.dockerfile, registry_lookup(registries),
-                                dry_run=request.dry_run)
+    def lookup(ref: str) -> str | None:
+        # The registry layer (requests) only for a Dockerfile that declares the helper: start-up of the others.
+        nonlocal registries
+        if registries is None:
+            from ghbuild import registry
+
+            registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
+        return registry_lookup(registries)(ref)
+
+    return sccache.helper_image(options, options.project_dir / job.dockerfile, lookup, dry_run=request.dry_run)
 
 
 def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient, push: bool,

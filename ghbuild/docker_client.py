@@ -49,20 +49,18 @@ def _major(version: str) -> int:
 _VERSION_FORMAT = '{{.Client.Version}}{{"\\n"}}{{if .Server}}{{.Server.Version}}{{end}}'
 
 
-def _probe(path: str, env: Mapping[str, str], timeout: float = 30) -> tuple[str, subprocess.CompletedProcess, bool]:
-    """(client version, the engine's answer as a process result, has buildx): the version and the buildx
-    plugin are asked at the same time, because each client run costs tens of milliseconds of start-up."""
+def _start_probe(path: str, env: Mapping[str, str]) -> list[subprocess.Popen]:
+    """The two questions to one client, asked at the same time: each client run costs tens of milliseconds."""
     env = dict(env)
-    started = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-               for argv in ([path, "version", "--format", _VERSION_FORMAT], [path, "buildx", "version"])]
-    try:
-        out, err = started[0].communicate(timeout=timeout)
-        started[1].communicate(timeout=timeout)
-    finally:
-        for proc in started:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    return [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for argv in ([path, "version", "--format", _VERSION_FORMAT], [path, "buildx", "version"])]
+
+
+def _finish_probe(started: list[subprocess.Popen], timeout: float = 30,
+                  ) -> tuple[str, subprocess.CompletedProcess, bool]:
+    """(client version, the engine's answer as a process result, has buildx)."""
+    out, err = started[0].communicate(timeout=timeout)
+    started[1].communicate(timeout=timeout)
     client, _, server = out.partition("\n")
     answer = subprocess.CompletedProcess(started[0].args, started[0].returncode, server.strip(), err)
     return client.strip(), answer, started[1].returncode == 0
@@ -78,24 +76,44 @@ def find_client(env: Mapping[str, str] | None = None, backend: str | None = None
     if not candidates:
         raise EngineError("no docker client found (install Docker, or set GHBUILD_DOCKER_CLI)")
     reasons = []
+    # Every candidate is asked at once (most machines have one; this one, two): the answers are then read in
+    # order of preference, and the processes of candidates not needed are stopped.
+    probes: dict[str, list[subprocess.Popen] | OSError] = {}
     for path in candidates:
         try:
-            version, server, has_buildx = _probe(path, env)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            reasons.append(f"{path}: {exc}")
-            continue
-        if server.returncode != 0 or not server.stdout.strip():
-            last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
-            reasons.append(f"{path}: engine not reachable ({last})")
-            continue
-        client = DockerClient(path=path, version=version, buildx=has_buildx)
-        if backend == "buildx" and not has_buildx:
-            reasons.append(f"{path}: no buildx plugin")
-            continue
-        if not has_buildx and _major(version) >= 23:
-            reasons.append(f"{path}: client {version} needs the buildx plugin for BuildKit builds")
-            continue
-        return client
+            probes[path] = _start_probe(path, env)
+        except OSError as exc:
+            probes[path] = exc
+    try:
+        for path, started in probes.items():
+            try:
+                if isinstance(started, OSError):
+                    raise started
+                version, server, has_buildx = _finish_probe(started)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                reasons.append(f"{path}: {exc}")
+                continue
+            if server.returncode != 0 or not server.stdout.strip():
+                last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
+                reasons.append(f"{path}: engine not reachable ({last})")
+                continue
+            client = DockerClient(path=path, version=version, buildx=has_buildx)
+            if backend == "buildx" and not has_buildx:
+                reasons.append(f"{path}: no buildx plugin")
+                continue
+            if not has_buildx and _major(version) >= 23:
+                reasons.append(f"{path}: client {version} needs the buildx plugin for BuildKit builds")
+                continue
+            return client
+    finally:
+        for started in probes.values():
+            for proc in started if isinstance(started, list) else ():
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+                for stream in (proc.stdout, proc.stderr):
+                    if stream:
+                        stream.close()
     raise EngineError("no usable docker client: " + "; ".join(reasons))
 
 
