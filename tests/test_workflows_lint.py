@@ -600,6 +600,26 @@ def test_an_untrusted_job_restores_but_never_saves(node, tmp_path):
     assert later["hit"] == "true" and later["cached"] == "true" and not later["saved"]
 
 
+@pytest.mark.parametrize("runner, shared", [("self-hosted", False), ("", False), ("github-hosted", True)])
+def test_only_a_github_hosted_job_shares_inodes_with_the_stage(node, tmp_path, runner, shared):
+    """On a self-hosted runner HOME (and the stage in ~/.cache) is shared with other jobs of the same user, a
+    pull request's among them: a hard-linked environment would change with the stage. There it is a copy."""
+    job = SetupJob(node, tmp_path, tmp_path / "cache-store")
+    job.base["RUNNER_ENVIRONMENT"] = runner
+    job.run(tmp_path / "job1" / "tmp", "push")
+    shutil.rmtree(tmp_path / "job1")
+    second = job.run(tmp_path / "job2" / "tmp", "push")
+    assert second["hit"] == "true" and second["cached"] == "true", second
+    exe = tmp_path / "job2" / "tmp" / "ghbuild" / "venv" / "bin" / "python"
+    stage = tmp_path / "home" / ".cache" / "ghbuild-setup" / second["key"] / "venv"
+    restored = [p for p in (tmp_path / "job2" / "tmp" / "ghbuild" / "venv").rglob("*")
+                if p.is_file() and not p.is_symlink() and p != exe]
+    staged = {(p.stat().st_dev, p.stat().st_ino) for p in stage.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert restored and staged
+    linked = [p for p in restored if (p.stat().st_dev, p.stat().st_ino) in staged]
+    assert bool(linked) == shared, (runner, linked[:3])
+
+
 def test_a_restored_stage_that_does_not_match_its_manifest_is_installed_instead(node, tmp_path):
     job = SetupJob(node, tmp_path, tmp_path / "cache-store")
     job.run(tmp_path / "job1" / "tmp", "push")

@@ -330,6 +330,14 @@ def write_stage(env_dir: Path, key: str) -> Path:
     return stage
 
 
+def may_hard_link() -> bool:
+    """Hard links between the stage (~/.cache) and the job's environment share inodes: whoever can write the stage
+    writes the environment too, during the job and after it. On a GitHub-hosted runner the machine is this job's
+    alone. On a self-hosted runner other jobs of the same user (another runner process, a pull request's job)
+    share HOME, so the environment is a copy, checked after copying."""
+    return os.environ.get("RUNNER_ENVIRONMENT") == "github-hosted"
+
+
 def restore_stage(key: str, env_dir: Path) -> bool:
     """The restored stage, relocated into env_dir: only the files and links its manifest lists, each checked
     against it. False (and env_dir removed) when the stage is missing, partial or does not match."""
@@ -342,7 +350,7 @@ def restore_stage(key: str, env_dir: Path) -> bool:
         return False
     shutil.rmtree(env_dir, ignore_errors=True)
     made: set[Path] = set()
-    link = True
+    link = may_hard_link()
     try:
         for rel, (sha, mode) in sorted(files.items()):
             src, dst = stage / "venv" / rel, env_dir / rel
@@ -353,7 +361,8 @@ def restore_stage(key: str, env_dir: Path) -> bool:
                 made.add(dst.parent)
             # A hard link where the stage and RUNNER_TEMP share a file system (creating ~5000 files costs more
             # than the rest of the restore); checked all the same. A restore into the stage replaces its
-            # files (new inodes), so it never changes these.
+            # files (new inodes), so it never changes these. Only on a GitHub-hosted runner (see
+            # may_hard_link): elsewhere another job of the same user could write through the stage's inodes.
             if link:
                 try:
                     os.link(src, dst)
