@@ -15,10 +15,17 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes.rocm_tools import (
+    ROCMINFO_2_GPUS,
+    FakeBin,
+    clean_env,
+    fake_docker,
+    run_cli,
+    survivors,
+)
 
 from ghbuild import diagnose
 from ghbuild.diagnose import DiagCommand
-from fakes.rocm_tools import ROCMINFO_2_GPUS, FakeBin, alive, clean_env, fake_docker, run_cli
 
 SLACK = 2.0      # in-process: scheduling and file writes only (the machine may be loaded; a hang is 60 s)
 CLI_SLACK = 4.0  # plus Python start-up
@@ -69,7 +76,7 @@ def test_each_command_is_bounded_and_its_process_group_killed(work, fb):
     assert status["rocm-smi"].returncode == 2
     assert 0.9 <= status["amd-smi"].seconds < 1 + SLACK
     pids = fb.pids("amd-smi")
-    assert len(pids) == 2 and not [p for p in pids if alive(p)], "the hung command's group must be dead"
+    assert len(pids) == 2 and not survivors(pids), "the hung command's group must be dead"
     out = work / "diag"
     assert "gfx942" in (out / "rocminfo.txt").read_text()
     text = (out / "amd-smi.txt").read_text()
@@ -97,7 +104,7 @@ def test_total_budget_holds_and_the_rest_is_skipped(work, fb):
     assert [c["status"] for c in data["commands"]] == statuses
     assert data["total_budget"] == 2.5 and data["per_command"] == 1
     for name in ("h1", "h2", "h3"):
-        assert not [p for p in fb.pids(name) if alive(p)]
+        assert not survivors(fb.pids(name))
     assert fb.calls("h6") == [], "a skipped command is never started"
 
 

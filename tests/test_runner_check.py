@@ -18,18 +18,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from ghbuild import bounded, runner_check
 from fakes.rocm_tools import (
     ROCMINFO_2_GPUS,
     ROCMINFO_CPU_ONLY,
     ROCMINFO_ERROR,
     FakeBin,
-    alive,
     clean_env,
     fake_docker,
     run_cli,
+    survivors,
 )
+
+from ghbuild import bounded, runner_check
 
 IS_ROOT = os.geteuid() == 0
 RENDER_GID = 4242 if IS_ROOT else os.getgid()
@@ -161,7 +161,7 @@ def test_hanging_rocminfo_is_killed_with_its_children(tmp_path, fb, healthy):
     assert_one_error(res, 15, "gpus")
     pids = fb.pids("rocminfo")
     assert len(pids) == 2, pids          # the fake shell and the sleep it started
-    assert not [p for p in pids if alive(p)], "the process group of the killed rocminfo is still alive"
+    assert not survivors(pids), "the process group of the killed rocminfo is still alive"
 
 
 def test_missing_rocminfo(tmp_path, fb, healthy):
@@ -341,7 +341,7 @@ def test_hanging_docker_is_bounded(tmp_path, fb, healthy):
     # docker info (disk) and docker ps (containers): two 1 s timeouts.
     assert res.seconds < 2 + SLACK, f"took {res.seconds:.1f} s with 1 s docker timeouts"
     assert "`docker ps` did not answer within 1 s and was killed" in fail_line(res, "containers")
-    assert not [p for p in fb.pids("docker") if alive(p)]
+    assert not survivors(fb.pids("docker"))
 
 
 def test_missing_docker(tmp_path, fb, healthy):

@@ -12,6 +12,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,6 +145,17 @@ def fake_docker(fb: FakeBin, *, ps_lines: list[str] = (), root_dir: str = "/var/
   *) echo "fake docker: unsupported: $*" >&2; exit 2 ;;
 esac
 """)
+
+
+def survivors(pids, within: float = 2.0) -> list[int]:
+    """The pids still alive `within` seconds from now (SIGKILL to a group is delivered asynchronously: on a
+    busy machine a killed process can still be running for a moment after killpg returns)."""
+    deadline = time.monotonic() + within
+    while True:
+        left = [p for p in pids if alive(p)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.02)
 
 
 def alive(pid: int) -> bool:
