@@ -1,7 +1,8 @@
 """The registry layer: OCI distribution protocol over HTTP, for publishing and base-image lookups.
 
-Library choice: `requests` for HTTP (TLS and CA bundles, proxies, pooling, streamed bodies, timeouts,
-dropping Authorization on cross-host redirects to blob storage) plus this small client for the
+Library choice: ghbuild.http_session for HTTP (http.client and ssl: TLS and CA bundles, proxies, kept-alive
+connections, streamed bodies, timeouts, dropping Authorization on cross-host redirects to blob storage; it
+replaced `requests`, whose import cost more than a whole republish's requests) plus this small client for the
 distribution protocol and its token auth. No registry library fitted (measured, see docs/registry.md):
 python-dxf uploads only as one monolithic PUT, turns a 202 mount answer into an exception and leaks the
 upload session, replays a spent body after a 401 and has no retries; oras-py reads whole blobs into
@@ -28,13 +29,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
-import requests
-import urllib3
-
-from ghbuild import __version__
+from ghbuild import __version__, http_session
 from ghbuild.credentials import Credentials
 from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
-from ghbuild.http_retry import is_loopback, new_session, retry_after_seconds
+from ghbuild.http_retry import is_loopback, retry_after_seconds
 from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
 
 # --------------------------------------------------------------------------- media types
@@ -92,7 +90,7 @@ def _covers(have: frozenset[str], want: frozenset[str]) -> bool:
 class _Auth:
     """Per-registry auth state: Basic header, or Bearer tokens cached per set of scopes with expiry."""
 
-    def __init__(self, session: requests.Session, credentials: Credentials | None, verify, timeout):
+    def __init__(self, session: http_session.Session, credentials: Credentials | None, verify, timeout):
         self.session, self.credentials, self.verify, self.timeout = session, credentials, verify, timeout
         self.scheme: str | None = None            # "basic" or "bearer" once a challenge was seen
         self.bearer: dict[str, str] = {}          # realm, service from the last challenge
@@ -116,7 +114,7 @@ class _Auth:
             self.fetch_token(set(scopes))
         return self.header(scopes, fresh_for)
 
-    def challenge(self, response: requests.Response, scopes: Iterable[str]) -> bool:
+    def challenge(self, response: http_session.Response, scopes: Iterable[str]) -> bool:
         """React to a 401. Returns True when a retry with new credentials makes sense."""
         header = response.headers.get("WWW-Authenticate", "")
         scheme, params = parse_challenge(header) if header else ("", {})
@@ -144,7 +142,9 @@ class _Auth:
         try:
             r = self.session.get(self.bearer["realm"], params=query, headers=headers,
                                  verify=self.verify, timeout=self.timeout)
-        except requests.RequestException as exc:
+        except http_session.UnusableSetting as exc:
+            raise RegistryError(f"token request to {self.bearer['realm']}: {exc}") from None
+        except http_session.RequestException as exc:
             raise TransientError(f"token request to {self.bearer['realm']} failed: {exc}") from exc
         if r.status_code in (401, 403):
             raise AuthError(f"token server {self.bearer['realm']} refused the credentials ({r.status_code})")
@@ -243,7 +243,7 @@ def normalize_repo(host: str, repo: str) -> str:
 
 
 class Registry:
-    """One registry host. Thread-unsafe (one requests.Session); make one per thread if needed."""
+    """One registry host. Thread-unsafe (one HTTP session); make one per thread if needed."""
 
     def __init__(self, host: str, credentials: Credentials | None = None, *, insecure: bool | None = None,
                  verify: bool | str = True, timeout: tuple[float, float] = (10.0, 300.0),
@@ -253,7 +253,7 @@ class Registry:
             host = DOCKER_HUB_REGISTRY
         self.host = host
         self.scheme = "http" if (is_loopback(host) if insecure is None else insecure) else "https"
-        self.session = new_session(host)  # never sends loopback traffic through a proxy
+        self.session = http_session.session_for(host)  # never sends loopback traffic through a proxy
         self.session.headers["User-Agent"] = f"ghbuild/{__version__}"
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.verify, self.timeout = verify, timeout
@@ -272,7 +272,7 @@ class Registry:
         return f"{self.scheme}://{self.host}/v2/{path}"
 
     def _send(self, method: str, url: str, scopes: list[str], *, headers=None, data=None,
-              stream=False, replayable=True, fresh_for: float = 0.0) -> requests.Response:
+              stream=False, replayable=True, fresh_for: float = 0.0) -> http_session.Response:
         """One request with auth: answer a 401 challenge once (only when the body can be sent again)."""
         hdrs = dict(headers or {})
         auth = self.auth.ensure(scopes, fresh_for) if not replayable else self.auth.header(scopes)
@@ -282,7 +282,9 @@ class Registry:
             try:
                 r = self.session.request(method, url, headers=hdrs, data=data, stream=stream,
                                          verify=self.verify, timeout=self.timeout, allow_redirects=True)
-            except requests.RequestException as exc:
+            except http_session.UnusableSetting as exc:
+                raise RegistryError(f"{method} {url.split('?')[0]}: {exc}") from None
+            except http_session.RequestException as exc:
                 # Includes a registry closing the connection mid-body (e.g. 401 on a token that expired).
                 raise TransientError(f"{method} {url.split('?')[0]}: {type(exc).__name__}: {exc}") from exc
             if r.status_code != 401:
@@ -299,7 +301,7 @@ class Registry:
         return r
 
     @staticmethod
-    def _errors(r: requests.Response) -> list[dict]:
+    def _errors(r: http_session.Response) -> list[dict]:
         """The distribution error list of an answer (`{"errors": [{"code": .., "message": ..}]}`), if any."""
         try:
             errs = r.json().get("errors") or []
@@ -308,7 +310,7 @@ class Registry:
         return [e for e in errs if isinstance(e, dict)] if isinstance(errs, list) else []
 
     @classmethod
-    def _error(cls, r: requests.Response, what: str) -> RegistryError:
+    def _error(cls, r: http_session.Response, what: str) -> RegistryError:
         code = " ".join(f"{e.get('code')}: {e.get('message')}" for e in cls._errors(r))
         text = f"{what}: HTTP {r.status_code} {code}".rstrip()
         if r.status_code in (401, 403):
@@ -345,7 +347,7 @@ class Registry:
     def _push(repo: str) -> list[str]:
         return [f"repository:{repo}:pull,push"]
 
-    def _location(self, r: requests.Response) -> str:
+    def _location(self, r: http_session.Response) -> str:
         """Upload URL from Location: may be relative; keep our scheme when the host is ours."""
         loc = r.headers.get("Location")
         if not loc:
@@ -497,7 +499,7 @@ class Registry:
                 if r.status_code != 200:
                     raise self._error(r, f"GET blob {repo}@{digest}")
                 data = r.raw.read(max_size + 1, decode_content=False)
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
+            except OSError as exc:     # http_session.RequestException is one
                 raise TransientError(f"GET blob {repo}@{digest[:19]}: {type(exc).__name__}: {exc}") from exc
             finally:
                 r.close()
@@ -507,13 +509,14 @@ class Registry:
 
         return self._retry(once, f"read blob {repo}@{digest[:19]}")
 
-    def open_blob(self, repo: str, digest: str) -> requests.Response:
-        """Streaming GET (follows redirects to storage; requests drops Authorization on a host change)."""
+    def open_blob(self, repo: str, digest: str) -> http_session.Response:
+        """Streaming GET (follows redirects to storage; Authorization is dropped when the origin changes)."""
         r = self._send("GET", self.url(f"{normalize_repo(self.host, repo)}/blobs/{digest}"),
                        self._pull(normalize_repo(self.host, repo)), stream=True)
         if r.status_code != 200:
+            err = self._error(r, f"GET blob {repo}@{digest}")   # reads the (small) error body first
             r.close()
-            raise self._error(r, f"GET blob {repo}@{digest}")
+            raise err
         return r
 
     def mount_blob(self, repo: str, digest: str, from_repo: str) -> str | None:
@@ -580,7 +583,7 @@ class Registry:
         if r.status_code not in (201, 204):
             raise self._blob_commit_error(r, desc, repo)
 
-    def _blob_commit_error(self, r: requests.Response, desc: Descriptor, repo: str) -> RegistryError:
+    def _blob_commit_error(self, r: http_session.Response, desc: Descriptor, repo: str) -> RegistryError:
         """The PUT ?digest= failed: DIGEST_INVALID means the bytes we streamed do not hash to the digest."""
         err = self._error(r, f"PUT blob {desc.digest[:19]} to {repo}")
         if r.status_code == 400 and any(e.get("code") == "DIGEST_INVALID" for e in self._errors(r)):
@@ -596,7 +599,7 @@ class Registry:
 
 
 class _SizedStream:
-    """Iterable body with a length: requests then sends Content-Length (not chunked) and streams it.
+    """Iterable body with a length: it goes out with Content-Length (not chunked), streamed.
 
     Never yields more than `size` bytes (extra bytes would be read as the next request on a kept-alive
     connection); a longer source sets `overflow` instead.
@@ -640,7 +643,7 @@ def _with_progress(chunks: Iterable[bytes], desc: Descriptor, log: Callable[[str
             last = now
 
 
-def _length_mismatch(resp: requests.Response, desc: Descriptor) -> DigestMismatch | None:
+def _length_mismatch(resp: http_session.Response, desc: Descriptor) -> DigestMismatch | None:
     """A source whose Content-Length is not the descriptor's size cannot serve these bytes: fail before uploading."""
     length = (resp.headers.get("Content-Length") or "").strip()
     if length.isdigit() and int(length) != desc.size:
@@ -676,7 +679,7 @@ def copy_blob(src: Registry, src_repo: str, dst: Registry, dst_repo: str, desc: 
                 if location:
                     dst.cancel_upload(dst_repo, location)   # the session a refused mount opened
                 raise mismatch
-            # raw.stream(decode_content=False): the bytes as stored, never gunzipped by urllib3.
+            # raw.stream: the bytes as stored, never gunzipped (only identity encoding is accepted).
             chunks = _with_progress(resp.raw.stream(CHUNK, decode_content=False), desc, log)
             dst.upload_stream(dst_repo, desc, chunks, location)
         except RegistryError:
