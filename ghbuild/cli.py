@@ -675,10 +675,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
         source_url = f"{ctx.server_url.rstrip('/')}/{options.trust.canonical_repository or ctx.repository}"
     if not sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
-    commit_time = args.commit_time
-    if commit_time is None:
+    def commit_time() -> int | None:   # asked only when a tag has to move (a republish runs no git)
+        if args.commit_time is not None:
+            return args.commit_time
         found = _git(["show", "-s", "--format=%ct", f"{sha}^{{commit}}"], Path.cwd())
-        commit_time = int(found) if found and found.isdigit() else None
+        return int(found) if found and found.isdigit() else None
     try:
         outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha,
                               owner=owner, env=os.environ, version=args.version if kind == "release" else None,

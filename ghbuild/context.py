@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -103,6 +102,8 @@ def _full_ref(ref: str) -> str:
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
+    import subprocess   # here: most commands never ask git, and subprocess is a slow import
+
     try:
         out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):

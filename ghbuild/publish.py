@@ -282,14 +282,15 @@ def _refuse_moving_immutable(moves: list[tag_moves.TagMove], kind: str) -> None:
 
 
 def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, dry_run: bool = False,
-                log: Callable[[str], None] = lambda m: None, commit_time: int | None = None,
+                log: Callable[[str], None] = lambda m: None, commit_time: int | Callable[[], int | None] | None = None,
                 warn: Callable[[str], None] = lambda m: None, **lease_options: Any) -> list[PublishResult]:
     """Publish every plan as one unit: all images checked, then all copied, then one tag phase for all.
 
     The tag phase (ghbuild.tag_moves) runs under each publish repository's lease (ghbuild.lease), taken
     only when a tag has to move. A nightly whose commit is older than the one the moving tags last went
     to (`commit_time`, Unix seconds, against the lease's record) creates its own immutable tags and
-    leaves the moving ones alone.
+    leaves the moving ones alone. `commit_time` may be a function that finds it: it is called only when a
+    tag has to move (a republish never asks git).
     """
     from ghbuild import registry, tag_moves
 
@@ -309,7 +310,8 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
             if move.needed:
                 log("would " + move.describe())
     elif any(m.needed for m in moves):
-        moves, phase = _locked_tag_phase(moves, kind, plans[0].sha, commit_time, log, warn, lease_options)
+        when = commit_time() if callable(commit_time) else commit_time
+        moves, phase = _locked_tag_phase(moves, kind, plans[0].sha, when, log, warn, lease_options)
     results = {prep.plan.image: prep.result for prep in prepared}
     left_alone = {m.ref for m in phase.superseded}
     for move in moves:
@@ -626,7 +628,7 @@ def _nightly_plans(options: Options, images: list[str], sha: str, owner: str,
 def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str, env: Mapping[str, str],
         version: str | None = None, dry_run: bool = False, github_release: bool = True,
         records: Mapping[str, Mapping[str, Any]] | None = None, source_url: str | None = None,
-        factory: registry.RegistryFactory | None = None, commit_time: int | None = None,
+        factory: registry.RegistryFactory | None = None, commit_time: int | Callable[[], int | None] | None = None,
         lease_options: Mapping[str, Any] | None = None, log: Callable[[str], None] = lambda m: None,
         say: Callable[[str], None] = lambda m: None, warn: Callable[[str], None] = lambda m: None,
         group: Callable[[str], Any] | None = None) -> PublishRun:
