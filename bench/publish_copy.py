@@ -38,8 +38,13 @@ the runner when the layers already exist. Prints the table and "goal met/NOT met
 (a measurement), 2 when the setup itself fails. Deletes every repository it created (manifests and blob links
 through the API) and its local images at the end, also on failure.
 
+ghbuild is the development venv's (.venv/bin/ghbuild, an editable install whose import hook costs every start
+~25 ms) unless `--installed`: then the bench first installs ghbuild the way the setup action does in a job
+(.github/actions/setup/setup.py, the light install, into a RUNNER_TEMP of its own) and times that `ghbuild`;
+the floor of scenario 3 is then that environment's interpreter.
+
 Usage: make infra-up && .venv/bin/python bench/publish_copy.py [--repeats 3] [--reference-runs 2]
-       [--scenarios 1,2,3,4] [--no-reference] [--no-floor] [--verbose]
+       [--scenarios 1,2,3,4] [--no-reference] [--no-floor] [--installed] [--verbose]
 """
 
 from __future__ import annotations
@@ -428,6 +433,7 @@ class Bench:
         self.skopeo = shutil.which("skopeo") or "/usr/bin/skopeo"
         self.curl = shutil.which("curl")
         self.ghbuild = str(ROOT / ".venv" / "bin" / "ghbuild")
+        self.installed_in: Path | None = None   # --installed: the RUNNER_TEMP the setup action installed into
         self.run_id = secrets.token_hex(4)
         self.prefix = f"bench-{self.run_id}"
         self.staging_repo = f"{self.prefix}/{IMAGE}"
@@ -466,11 +472,28 @@ class Bench:
                            capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
             raise BenchError(f"dockerd not answering via {self.docker}: {r.stderr.strip()[:200]}")
+        if self.args.installed:
+            self.install_like_the_action()
         for tool in (self.skopeo, self.ghbuild):
             if not Path(tool).exists():
                 raise BenchError(f"{tool} missing (skopeo comes with `make infra-up`, ghbuild with `make venv`)")
         if not self.args.no_floor and not self.curl:
             raise BenchError("curl missing: install it or pass --no-floor")
+
+    def install_like_the_action(self) -> None:
+        """ghbuild as a job gets it: setup.py's light install into a RUNNER_TEMP of the bench's own."""
+        sys.path.insert(0, str(ROOT / "bench"))
+        from setup_action import SETUP, job_env
+
+        self.installed_in = Path(tempfile.mkdtemp(prefix="ghbuild-bench-runner-temp-"))
+        (self.installed_in / "rt").mkdir()
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, str(SETUP)], env=job_env(self.installed_in / "rt", ""),
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise BenchError(f"setup.py failed ({proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
+        self.ghbuild = str(self.installed_in / "rt" / "ghbuild" / "venv" / "bin" / "ghbuild")
+        log(f"installed ghbuild as the setup action does in {time.monotonic() - t0:.1f} s: {self.ghbuild}")
 
     def docker_env(self) -> dict[str, str]:
         return dict(self.env, DOCKER_CONFIG=str(self.docker_config))
@@ -824,6 +847,8 @@ class Bench:
             m, b, ok = self.clean_repo(reg, repo)
             manifests, blobs, failures = manifests + m, blobs + b, failures + (not ok)
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.installed_in is not None:
+            shutil.rmtree(self.installed_in, ignore_errors=True)
         log(f"cleanup: {len(repos)} repositories under {self.prefix}/ emptied (the last pass deleted {manifests} "
             f"manifests, {blobs} blob links)" + (f"; {failures} failure(s)" if failures else "")
             + "; blob data stays in the registries' storage until their garbage collection (the next run reuses "
@@ -1012,6 +1037,8 @@ def main() -> int:
     parser.add_argument("--no-reference", action="store_true", help="skip (a) docker pull/tag/push (quick runs)")
     parser.add_argument("--no-floor", action="store_true",
                         help="skip (d), the hub's ingest floor measured with curl")
+    parser.add_argument("--installed", action="store_true", help="time ghbuild installed as the setup action "
+                        "installs it in a job (not the development venv's editable install)")
     parser.add_argument("--verbose", action="store_true", help="print ghbuild's timestamped log for every scenario")
     args = parser.parse_args()
     try:

@@ -31,7 +31,7 @@ import select
 import socket
 import threading
 from collections.abc import Iterator, Mapping
-from urllib.parse import unquote, urlencode, urljoin, urlsplit
+from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit
 
 MAX_REDIRECTS = 10
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -58,9 +58,17 @@ class HTTPError(RequestException):
     """raise_for_status() on a 4xx or 5xx answer."""
 
 
-class UnusableSetting(ValueError):
-    """A setting from the environment or the caller that no retry can fix: a proxy URL this client cannot use,
-    a CA bundle that does not exist."""
+class PermanentError(Exception):
+    """A failure that a retry cannot fix (callers must not treat it as a network hiccup)."""
+
+
+class UnusableSetting(PermanentError, ValueError):
+    """A setting from the environment or the caller: a proxy URL this client cannot use, a CA bundle that does
+    not exist or holds no certificate, a proxy that refuses the credentials it was given."""
+
+
+class CannotResend(PermanentError):
+    """A redirect after a streamed body: the body is spent, and the same request would be redirected again."""
 
 
 # --------------------------------------------------------------------------- TLS
@@ -91,32 +99,41 @@ def tls_context(verify: bool | str):
     the system has none) or the path of a CA bundle file or a hashed directory. Built once per value."""
     import ssl
 
+    verify = verify if isinstance(verify, str) else bool(verify)   # 0 and False: one key, one meaning
     with _contexts_lock:
         if verify in _contexts:
             return _contexts[verify]
-        if verify is False:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        elif isinstance(verify, str):
-            if os.path.isdir(verify):
-                ctx = ssl.create_default_context(capath=verify)
-            elif os.path.isfile(verify):
-                ctx = ssl.create_default_context(cafile=verify)
-            else:
-                raise UnusableSetting(f"CA bundle {verify}: no such file or directory")
-        elif _system_store_present():
-            ctx = ssl.create_default_context()
-        else:
-            bundle = _certifi_bundle()
-            ctx = ssl.create_default_context(cafile=bundle) if bundle else ssl.create_default_context()
-        ctx.set_alpn_protocols(["http/1.1"])
+        try:
+            ctx = _new_context(ssl, verify)
+        except (ssl.SSLError, OSError) as exc:
+            raise UnusableSetting(f"CA bundle {verify}: no certificate could be read from it ({exc})") from None
         _contexts[verify] = ctx
         return ctx
 
 
+def _new_context(ssl, verify: bool | str):
+    if verify is False:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    elif isinstance(verify, str):
+        if os.path.isdir(verify):
+            ctx = ssl.create_default_context(capath=verify)
+        elif os.path.isfile(verify):
+            ctx = ssl.create_default_context(cafile=verify)
+        else:
+            raise UnusableSetting(f"CA bundle {verify}: no such file or directory")
+    elif _system_store_present():
+        ctx = ssl.create_default_context()
+    else:
+        bundle = _certifi_bundle()
+        ctx = ssl.create_default_context(cafile=bundle) if bundle else ssl.create_default_context()
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
 def _env_ca_bundle(env: Mapping[str, str]) -> str | None:
-    """The bundle `requests` would have used from the environment (it overrides the system store there too)."""
+    """The bundle `requests` would have used from the environment (instead of the system store, as there)."""
     return env.get("REQUESTS_CA_BUNDLE") or env.get("CURL_CA_BUNDLE") or None
 
 
@@ -125,7 +142,9 @@ def _env_ca_bundle(env: Mapping[str, str]) -> str | None:
 
 def _env_proxy(env: Mapping[str, str], scheme: str) -> str | None:
     for name in (f"{scheme}_proxy", "all_proxy"):
-        value = env.get(name) or env.get(name.upper())
+        # As urllib reads them: the lower-case variable wins when it is set, even empty (then the upper-case
+        # one is ignored and all_proxy is asked next).
+        value = env[name] if name in env else env.get(name.upper())
         if value and value.strip():
             return value.strip()
     return None
@@ -165,17 +184,35 @@ def _no_proxy_matches(host: str, port: int, no_proxy: str) -> bool:
     return False
 
 
+class InvalidURL(PermanentError):
+    """A URL that cannot be requested: a bad port, an unsupported scheme, no host."""
+
+
+def _port(parts, what: str) -> int:
+    try:
+        port = parts.port
+    except ValueError:
+        raise InvalidURL(f"{what}: the port is not a number from 0 to 65535") from None
+    return port or (443 if parts.scheme == "https" else 80)
+
+
 class _Proxy:
     __slots__ = ("host", "port", "authorization")
 
     def __init__(self, url: str):
-        parts = urlsplit(url if "://" in url else "http://" + url)
+        try:
+            parts = urlsplit(url if "://" in url else "http://" + url)
+        except ValueError:
+            raise UnusableSetting("a proxy URL in the environment is not a URL") from None
         if parts.scheme != "http":
             raise UnusableSetting(f"proxy {parts.scheme}://{parts.hostname}: only http:// proxy URLs are supported "
-                               "(https targets are tunnelled through them with CONNECT)")
+                                  "(https targets are tunnelled through them with CONNECT)")
         if not parts.hostname:
             raise UnusableSetting("proxy URL without a host in the environment")
-        self.host, self.port = parts.hostname, parts.port or 80
+        try:
+            self.host, self.port = parts.hostname, _port(parts, f"proxy {parts.hostname}")
+        except InvalidURL as exc:
+            raise UnusableSetting(str(exc)) from None
         self.authorization = None
         if parts.username is not None:
             pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
@@ -187,8 +224,8 @@ def proxy_for(url_parts, env: Mapping[str, str]) -> _Proxy | None:
     value = _env_proxy(env, url_parts.scheme)
     if not value:
         return None
-    no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
-    port = url_parts.port or (443 if url_parts.scheme == "https" else 80)
+    no_proxy = env["no_proxy"] if "no_proxy" in env else env.get("NO_PROXY", "")
+    port = _port(url_parts, url_parts.hostname or "")
     if no_proxy and _no_proxy_matches(url_parts.hostname or "", port, no_proxy):
         return None
     return _Proxy(value)
@@ -214,15 +251,18 @@ class Raw:
         try:
             data = self._response.read(amt)
         except TimeoutError as exc:
+            self._release(broken=True)
             raise Timeout(f"read timed out: {exc}") from exc
         except (http.client.HTTPException, OSError) as exc:
-            raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
-        if amt and not data and self._response.length:
-            # http.client returns b"" when the connection ends before Content-Length bytes came (read(amt)
-            # does not raise): a body cut short must not look like a complete one.
             self._release(broken=True)
-            raise ConnectionError(f"IncompleteRead: the connection closed {self._response.length} bytes "
-                                  "before the end of the body")
+            raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        if amt and len(data) < amt and self._response.length:
+            # A socket read returns less than asked only at the end of the stream, and http.client then hands
+            # back what came (read(amt) does not raise): a body cut short must not look like a complete one.
+            missing = self._response.length
+            self._response.close()
+            self._release(broken=True)
+            raise ConnectionError(f"IncompleteRead: the connection closed {missing} bytes before the end of the body")
         if self._response.isclosed():   # the whole body: the connection may serve the next request
             self._release()
         return data
@@ -283,6 +323,11 @@ class Response:
 
 # --------------------------------------------------------------------------- the session
 
+# What may stay unescaped in a request target (requests' requote_uri keeps the same set): a Location with a
+# space or a non-ASCII path is sent percent-encoded, an existing %XX escape is kept as it is.
+_TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
+_SENT_ERRNOS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
 
 class Session:
     """Kept-alive connections and default headers for one thread (like requests.Session, not thread-safe for
@@ -318,14 +363,17 @@ class Session:
                     _ = r.content
                 return r
             r.content   # noqa: B018 - read the redirect's body so the connection can be reused
-            target = urljoin(url, r.headers["Location"])
+            try:
+                target = urljoin(url, r.headers["Location"].strip())
+            except ValueError:
+                raise InvalidURL(f"{method} {url.split('?')[0]}: the redirect's Location is not a URL") from None
             if r.status_code == 303 and method != "HEAD" or r.status_code in (301, 302) and method == "POST":
                 method, data = "GET", None
                 sent = {k: v for k, v in sent.items() if k.lower() not in ("content-type", "content-length")}
             elif data is not None and not isinstance(data, (bytes, bytearray, str)):
-                raise ConnectionError(f"{method} {url.split('?')[0]}: redirected ({r.status_code}) after a "
-                                      "streamed body was sent; it cannot be sent again")
-            if _origin(target) != _origin(url):
+                raise CannotResend(f"{method} {url.split('?')[0]}: redirected ({r.status_code}) after a "
+                                   "streamed body was sent; it cannot be sent again")
+            if not _keeps_credentials(url, target):
                 sent = {k: v for k, v in sent.items()
                         if k.lower() not in ("authorization", "proxy-authorization", "cookie")}
             url = target
@@ -345,42 +393,58 @@ class Session:
 
     def _send_once(self, method: str, url: str, headers: dict[str, str], data, verify,
                    connect_timeout, read_timeout) -> Response:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            raise InvalidURL(f"{url.split('?')[0]!r} is not a URL") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UnusableSetting(f"unsupported URL {url.split('?')[0]!r}")
+            raise InvalidURL(f"unsupported URL {url.split('?')[0]!r}")
+        port = _port(parts, url.split("?")[0])
         env = self._environment() if self.trust_env else {}
         proxy = proxy_for(parts, env) if self.trust_env else None
         if parts.scheme == "https" and verify is True and self.trust_env and _env_ca_bundle(env):
             verify = _env_ca_bundle(env)
-        key = (parts.scheme, parts.hostname, parts.port, verify, proxy and (proxy.host, proxy.port))
-        conn = self._take(key)
-        fresh = conn is None
+        if parts.scheme == "https":
+            tls_context(verify)     # a bundle that cannot be read fails here, plainly, not as a network error
+        verify = verify if isinstance(verify, str) else bool(verify)
+        target = quote(parts.path or "/", safe=_TARGET_SAFE) + ("?" + quote(parts.query, safe=_TARGET_SAFE)
+                                                                if parts.query else "")
+        all_headers = dict(headers)
+        if proxy is not None and parts.scheme == "http":
+            target = f"http://{parts.netloc.rpartition('@')[2]}{target}"   # an http proxy takes the absolute URL
+            if proxy.authorization:
+                all_headers["Proxy-Authorization"] = proxy.authorization
+        body = data.encode() if isinstance(data, str) else data
+        if body is not None and not isinstance(body, (bytes, bytearray)) and hasattr(body, "__len__") \
+                and not any(k.lower() == "content-length" for k in all_headers):
+            all_headers["Content-Length"] = str(len(body))
+        key = (parts.scheme, parts.hostname, port, verify, proxy and (proxy.host, proxy.port))
+        what = f"{method} {url.split('?')[0]}"
+        conn = self._take(key, read_timeout)
+        if conn is None:
+            conn = self._connect(parts, port, proxy, verify, connect_timeout, read_timeout, what)
         try:
-            if conn is None:
-                conn = self._connect(parts, proxy, verify, connect_timeout, read_timeout)
-            target = parts.path or "/"
-            if parts.query:
-                target += "?" + parts.query
-            all_headers = dict(headers)
-            if proxy is not None and parts.scheme == "http":
-                target = url.split("#")[0]              # an http proxy takes the absolute URL
-                if proxy.authorization:
-                    all_headers["Proxy-Authorization"] = proxy.authorization
-            body = data.encode() if isinstance(data, str) else data
-            if body is not None and not isinstance(body, (bytes, bytearray)) and hasattr(body, "__len__") \
-                    and not any(k.lower() == "content-length" for k in all_headers):
-                all_headers["Content-Length"] = str(len(body))
-            conn.request(method, target, body=body, headers=all_headers)
+            try:
+                conn.request(method, target, body=body, headers=all_headers)
+            except _SENT_ERRNOS:
+                # The server answered before it took the whole body (a registry refusing an upload reads a
+                # little, answers 401 or 413 and closes): that answer is what the caller needs, if it came.
+                pass
             answer = conn.getresponse()
         except TimeoutError as exc:
-            if conn is not None:
-                conn.close()
-            raise Timeout(f"{method} {url.split('?')[0]}: timed out ({exc})") from exc
+            conn.close()
+            raise Timeout(f"{what}: timed out ({exc})") from exc
         except (OSError, http.client.HTTPException) as exc:
-            if conn is not None:
-                conn.close()
-            what = "connecting" if fresh and conn is None else "no complete answer"
-            raise ConnectionError(f"{what}: {type(exc).__name__}: {exc}") from exc
+            conn.close()
+            raise ConnectionError(f"{what}: no complete answer: {type(exc).__name__}: {exc}") from exc
+        except ValueError as exc:       # a header value with a line break, a target with a space left in it
+            conn.close()
+            raise InvalidURL(f"{what}: the request cannot be sent: {exc}") from None
+        if answer.status < 200:
+            # An interim 1xx left for us (http.client skips only 100 Continue): the final answer would be read
+            # as the next request's. Never reuse the connection.
+            conn.close()
+            raise ConnectionError(f"{what}: interim answer {answer.status} without a final one")
 
         released = False
 
@@ -397,36 +461,43 @@ class Session:
             release()
         return response
 
-    def _connect(self, parts, proxy: _Proxy | None, verify, connect_timeout, read_timeout):
-        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
-        if ":" in host:
-            host = f"[{host}]"      # http.client splits host:port itself
-        if parts.scheme == "https":
-            ctx = tls_context(verify)
-            if proxy is not None:
-                conn = http.client.HTTPSConnection(proxy.host, proxy.port, timeout=connect_timeout, context=ctx)
-                tunnel_headers = {"Host": f"{host}:{port}"}        # Python 3.11 sends none on its own
-                if proxy.authorization:
-                    tunnel_headers["Proxy-Authorization"] = proxy.authorization
-                conn.set_tunnel(host, port, headers=tunnel_headers)
+    def _connect(self, parts, port: int, proxy: _Proxy | None, verify, connect_timeout, read_timeout, what: str):
+        host = parts.hostname            # IPv6 without brackets: http.client takes the port separately
+        try:
+            if parts.scheme == "https":
+                ctx = tls_context(verify)
+                if proxy is not None:
+                    conn = http.client.HTTPSConnection(proxy.host, proxy.port, timeout=connect_timeout, context=ctx)
+                    shown = f"[{host}]" if ":" in host else host
+                    tunnel_headers = {"Host": f"{shown}:{port}"}      # Python 3.11 sends none on its own
+                    if proxy.authorization:
+                        tunnel_headers["Proxy-Authorization"] = proxy.authorization
+                    conn.set_tunnel(shown, port, headers=tunnel_headers)
+                else:
+                    conn = http.client.HTTPSConnection(host, port, timeout=connect_timeout, context=ctx)
+            elif proxy is not None:
+                conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=connect_timeout)
             else:
-                conn = http.client.HTTPSConnection(host, port, timeout=connect_timeout, context=ctx)
-        elif proxy is not None:
-            conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=connect_timeout)
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=connect_timeout)
-        conn.connect()
-        if conn.sock is not None:
-            conn.sock.settimeout(read_timeout)
-            conn.timeout = read_timeout
+                conn = http.client.HTTPConnection(host, port, timeout=connect_timeout)
+            conn.connect()
+        except TimeoutError as exc:
+            raise Timeout(f"{what}: connecting timed out ({exc})") from exc
+        except OSError as exc:
+            if proxy is not None and str(exc).startswith("Tunnel connection failed: 407"):
+                raise UnusableSetting(f"proxy {proxy.host}:{proxy.port} refused the credentials of the proxy URL "
+                                      "(407)") from None
+            raise ConnectionError(f"{what}: connecting: {type(exc).__name__}: {exc}") from exc
+        conn.sock.settimeout(read_timeout)      # connected: from now on the read timeout applies
+        conn.timeout = read_timeout
         return conn
 
-    def _take(self, key: tuple) -> http.client.HTTPConnection | None:
+    def _take(self, key: tuple, read_timeout) -> http.client.HTTPConnection | None:
         with self._lock:
             conns = self._idle.get(key)
             while conns:
                 conn = conns.pop()
                 if conn.sock is not None and not _closed_by_peer(conn.sock):
+                    conn.sock.settimeout(read_timeout)     # this request's, not the one that opened it
                     return conn
                 conn.close()
         return None
@@ -445,17 +516,33 @@ class Session:
 
 def _origin(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    return parts.scheme, (parts.hostname or "").lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+def same_origin(a: str, b: str) -> bool:
+    return _origin(a) == _origin(b)
+
+
+def _keeps_credentials(old: str, new: str) -> bool:
+    """Authorization goes along only to the same origin, or from http to https on the same host on the default
+    ports (an http registry that upgrades, as `requests` allows)."""
+    was, now = _origin(old), _origin(new)
+    return was == now or (was[0], now[0]) == ("http", "https") and was[1] == now[1] and (was[2], now[2]) == (80, 443)
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:
     """An idle kept-alive socket that is readable was closed by the server (or holds bytes nobody asked for):
-    either way it cannot carry the next request."""
+    either way it cannot carry the next request. poll(), not select(): select fails on descriptors >= 1024."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
 
 
 def session_for(target: str, env: Mapping[str, str] | None = None) -> Session:

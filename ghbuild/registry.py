@@ -90,8 +90,10 @@ def _covers(have: frozenset[str], want: frozenset[str]) -> bool:
 class _Auth:
     """Per-registry auth state: Basic header, or Bearer tokens cached per set of scopes with expiry."""
 
-    def __init__(self, session: http_session.Session, credentials: Credentials | None, verify, timeout):
+    def __init__(self, session: http_session.Session, credentials: Credentials | None, verify, timeout,
+                 registry_scheme: str = "https"):
         self.session, self.credentials, self.verify, self.timeout = session, credentials, verify, timeout
+        self.registry_scheme = registry_scheme
         self.scheme: str | None = None            # "basic" or "bearer" once a challenge was seen
         self.bearer: dict[str, str] = {}          # realm, service from the last challenge
         self.tokens: dict[frozenset[str], tuple[str, float]] = {}
@@ -112,6 +114,9 @@ class _Auth:
         """Get a token now (before a request whose body cannot be replayed) when the registry uses Bearer."""
         if self.scheme == "bearer" and self.header(scopes, fresh_for) is None:
             self.fetch_token(set(scopes))
+            # A token server whose tokens live no longer than fresh_for (60 s without expires_in): the new
+            # token as it is, rather than none at all (a request without it is refused for sure).
+            return self.header(scopes, fresh_for) or self.header(scopes)
         return self.header(scopes, fresh_for)
 
     def challenge(self, response: http_session.Response, scopes: Iterable[str]) -> bool:
@@ -139,10 +144,14 @@ class _Auth:
         scopes = canonical_scopes(scopes)
         query += [("scope", s) for s in sorted(scopes)]
         headers = {"Authorization": self.credentials.basic()} if self.credentials else {}
+        if headers and self.registry_scheme == "https" and not self.bearer["realm"].lower().startswith("https://"):
+            # The registry is reached over TLS: its credentials never travel in clear text to a token server.
+            raise AuthError(f"token server {self.bearer['realm']}: not https, and the registry is; "
+                            "the credentials are not sent there")
         try:
             r = self.session.get(self.bearer["realm"], params=query, headers=headers,
                                  verify=self.verify, timeout=self.timeout)
-        except http_session.UnusableSetting as exc:
+        except http_session.PermanentError as exc:
             raise RegistryError(f"token request to {self.bearer['realm']}: {exc}") from None
         except http_session.RequestException as exc:
             raise TransientError(f"token request to {self.bearer['realm']} failed: {exc}") from exc
@@ -258,7 +267,7 @@ class Registry:
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.verify, self.timeout = verify, timeout
         self.attempts, self.delay, self.sleep = attempts, delay, sleep
-        self.auth = _Auth(self.session, credentials, verify, timeout)
+        self.auth = _Auth(self.session, credentials, verify, timeout, self.scheme)
 
     def clone(self) -> "Registry":
         """A client for the same registry with its own HTTP session (a Session is not thread-safe)."""
@@ -282,12 +291,14 @@ class Registry:
             try:
                 r = self.session.request(method, url, headers=hdrs, data=data, stream=stream,
                                          verify=self.verify, timeout=self.timeout, allow_redirects=True)
-            except http_session.UnusableSetting as exc:
+            except http_session.PermanentError as exc:
                 raise RegistryError(f"{method} {url.split('?')[0]}: {exc}") from None
             except http_session.RequestException as exc:
                 # Includes a registry closing the connection mid-body (e.g. 401 on a token that expired).
                 raise TransientError(f"{method} {url.split('?')[0]}: {type(exc).__name__}: {exc}") from exc
-            if r.status_code != 401:
+            if r.status_code != 401 or not http_session.same_origin(r.url, url):
+                # A 401 from where a redirect led (blob storage) is that host's answer: its challenge would
+                # name a token server of its choosing, and the registry's credentials must never go there.
                 return r
             if not replayable:
                 # The streamed body is spent: take a new token and let the caller restart the blob.
@@ -305,7 +316,7 @@ class Registry:
         """The distribution error list of an answer (`{"errors": [{"code": .., "message": ..}]}`), if any."""
         try:
             errs = r.json().get("errors") or []
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, OSError):   # OSError: the error body itself was cut short
             return []
         return [e for e in errs if isinstance(e, dict)] if isinstance(errs, list) else []
 

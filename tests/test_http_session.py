@@ -16,7 +16,8 @@ import pytest
 
 from fakes.httpserver import LoopbackService, reply
 from ghbuild import http_session
-from ghbuild.http_session import ConnectionError, Session, Timeout, TooManyRedirects, UnusableSetting
+from ghbuild.http_session import (CannotResend, ConnectionError, InvalidURL, Session, Timeout, TooManyRedirects,
+                                  UnusableSetting)
 
 
 class Scripted(LoopbackService):
@@ -136,9 +137,8 @@ def test_an_answer_cut_short_is_a_connection_error(server):
         h.close_connection = True
     server.routes["/short"] = short
     r = Session(trust_env=False).get(server.url + "/short", stream=True)
-    assert r.raw.read(1000) == b"only this"         # what arrived before the connection closed
     with pytest.raises(ConnectionError, match="IncompleteRead: the connection closed 991 bytes before the end"):
-        r.raw.read(1000)
+        r.raw.read(1000)                            # 9 bytes came, then the connection closed: never a short body
     r = Session(trust_env=False).get(server.url + "/short", stream=True)
     with pytest.raises(ConnectionError, match="IncompleteRead"):
         b"".join(r.raw.stream(64))
@@ -200,7 +200,7 @@ def test_303_becomes_a_get_without_body_and_a_streamed_body_is_not_resent(server
     assert r.content == b"done"
     method, target, headers, body, _ = server.log[-1]
     assert (method, target, body) == ("GET", "/done", b"") and "content-type" not in headers
-    with pytest.raises(ConnectionError, match="cannot be sent again"):
+    with pytest.raises(CannotResend, match="cannot be sent again"):
         s.request("PATCH", server.url + "/patch", data=iter([b"once"]))
     assert not any(entry[1] == "/again" for entry in server.log)
 
@@ -375,3 +375,306 @@ def test_publish_path_imports_none_of_the_heavy_http_stack(server, tmp_path):
     assert rc != 0 and "staging image(s) missing: " + records["cpu-amd64"]["ref"] in stderr, stderr
     assert any(entry[1].startswith("/v2/p/cpu/manifests/") for entry in server.log)   # it did reach the registry
     assert loaded == [], loaded
+
+
+# --------------------------------------------------------------------------- found by attacking it
+
+
+class RawServer:
+    """A TCP server on loopback whose `answer(conn, index)` owns each connection: for what an HTTP server
+    library will not do (answer mid-upload and close, interim 1xx answers, a wrong port in a Location)."""
+
+    def __init__(self, answer, family=socket.AF_INET, host="127.0.0.1"):
+        self.listener = socket.socket(family)
+        self.listener.bind((host, 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.answer, self.connections, self.errors = answer, 0, []
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._run, args=(conn, self.connections), daemon=True).start()
+
+    def _run(self, conn, index):
+        try:
+            self.answer(conn, index)
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            self.errors.append(repr(exc))
+        finally:
+            conn.close()
+
+    def close(self):
+        self.listener.close()
+
+
+def read_head(conn) -> bytes:
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = conn.recv(65536)
+        if not data:
+            break
+        head += data
+    return head
+
+
+class SizedBody:
+    def __init__(self, size, part=1 << 16):
+        self.size, self.part = size, part
+
+    def __len__(self):
+        return self.size
+
+    def __iter__(self):
+        for _ in range(self.size // self.part):
+            yield b"z" * self.part
+
+
+@pytest.mark.parametrize("status", [401, 413])
+def test_an_answer_sent_before_the_upload_ended_is_returned(status):
+    """A registry refusing an upload reads a little, answers and closes (Go's net/http: 256 KiB at most): the
+    client gets that answer (a 401 to act on, a 413 to report), not a broken pipe to retry."""
+    def refuse(conn, index):
+        got = len(read_head(conn))
+        while got < 256 << 10:
+            got += len(conn.recv(65536))
+        conn.sendall(f"HTTP/1.1 {status} No\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno".encode())
+        conn.shutdown(socket.SHUT_WR)
+        time.sleep(0.5)
+    server = RawServer(refuse)
+    try:
+        r = Session(trust_env=False).request("PATCH", f"http://127.0.0.1:{server.port}/up", data=SizedBody(8 << 20),
+                                             timeout=(5, 5))
+        assert (r.status_code, r.content) == (status, b"no")
+    finally:
+        server.close()
+
+
+def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
+    """Through the registry layer: the 401 mid-upload makes it fetch a new token for each attempt."""
+    from ghbuild import registry
+    from ghbuild.credentials import Credentials
+    from ghbuild.errors import TransientError
+
+    tokens, patches = [], []
+
+    def token_and_registry(conn, index):
+        buffer = b""
+        while True:
+            head = read_head(conn) if not buffer else buffer
+            buffer = b""
+            if not head:
+                return
+            line = head.split(b"\r\n", 1)[0].decode()
+            if line.startswith("GET /token"):
+                tokens.append(line)
+                body = b'{"token": "t%d"}' % len(tokens)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            elif line.startswith("PATCH"):
+                patches.append([h for h in head.split(b"\r\n") if h.lower().startswith(b"authorization:")])
+                got = len(head)
+                while got < 256 << 10:
+                    got += len(conn.recv(65536))
+                conn.sendall(b'HTTP/1.1 401 No\r\nWWW-Authenticate: Bearer realm="http://127.0.0.1:%d/token",'
+                             b'service="s",error="invalid_token"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'
+                             % server.port)
+                conn.shutdown(socket.SHUT_WR)
+                time.sleep(0.3)
+                return
+            else:
+                conn.sendall(b'HTTP/1.1 401 No\r\nWWW-Authenticate: Bearer realm="http://127.0.0.1:%d/token",'
+                             b'service="s"\r\nContent-Length: 0\r\n\r\n' % server.port)
+    server = RawServer(token_and_registry)
+    try:
+        reg = registry.Registry(f"127.0.0.1:{server.port}", Credentials("u", "p"), attempts=2, delay=0,
+                                log=lambda m: None)
+        desc = registry.Descriptor("application/octet-stream", "sha256:" + "b" * 64, 8 << 20)
+        with pytest.raises(TransientError, match="401 during a streamed upload"):
+            reg._retry(lambda: reg._patch_and_commit("r", desc, iter(SizedBody(8 << 20)),
+                                                     f"http://127.0.0.1:{server.port}/v2/r/blobs/uploads/1"),
+                       "copy blob")
+        # The first attempt had no challenge to go on; the second sent a new token (not the refused one, and
+        # not none: these tokens live 60 s, no longer than the freshness a streamed upload asks for).
+        assert patches == [[], [b"Authorization: Bearer t2"]], (patches, tokens)
+    finally:
+        server.close()
+
+
+def test_a_challenge_from_where_a_redirect_led_never_gets_the_registry_credentials():
+    """The registry redirects a blob GET to storage; storage answers 401 naming a token server of its choice.
+    Following that challenge would send the registry's user and password there: the 401 is an error instead."""
+    from ghbuild import registry
+    from ghbuild.credentials import Credentials
+    from ghbuild.errors import AuthError
+
+    token_server, storage, origin = Scripted(), Scripted(), Scripted()
+    with token_server, storage, origin:
+        token_server.routes["/"] = ok(b'{"token": "stolen"}')
+        storage.routes["/"] = lambda h, body: reply(h, 401, b"", {
+            "WWW-Authenticate": f'Bearer realm="{token_server.url}/token",service="evil"'})
+        origin.routes["/v2/"] = lambda h, body: reply(h, 307, b"", {"Location": f"http://localhost:{storage.host.split(':')[1]}/blob"})
+        reg = registry.Registry(origin.host, Credentials("robot", "REGISTRY-PASSWORD"), attempts=1,
+                                log=lambda m: None)
+        with pytest.raises(AuthError, match="HTTP 401"):
+            reg.open_blob("r", "sha256:" + "c" * 64)
+        assert token_server.log == []
+        assert all("authorization" not in entry[2] for entry in storage.log)
+
+
+def test_an_https_registry_never_sends_its_credentials_to_an_http_token_server():
+    from ghbuild import registry
+    from ghbuild.credentials import Credentials
+    from ghbuild.errors import AuthError
+
+    auth = registry._Auth(Session(trust_env=False), Credentials("u", "p"), True, (5, 5), "https")
+    auth.bearer = {"realm": "http://127.0.0.1:1/token"}
+    with pytest.raises(AuthError, match="not https"):
+        auth.fetch_token(["repository:r:pull"])
+
+
+@pytest.mark.parametrize("location, error", [
+    ("http://127.0.0.1:99999/x", "port is not a number"),
+    ("http://127.0.0.1:abc/x", "port is not a number"),
+    ("http://[::1/x", "not a URL"),
+    ("ftp://127.0.0.1/x", "unsupported URL"),
+])
+def test_a_bad_location_is_one_clear_error_that_is_not_retried(server, location, error):
+    server.routes["/go"] = lambda h, body: reply(h, 302, b"", {"Location": location})
+    with pytest.raises(InvalidURL, match=error):
+        Session(trust_env=False).get(server.url + "/go")
+
+
+def test_a_location_with_spaces_or_non_ascii_is_sent_encoded(server):
+    server.routes["/go"] = lambda h, body: reply(h, 302, b"", {"Location": "/caf\u00e9 blob?x=a b&y=%2F"})
+    server.routes["/caf"] = ok(b"found")
+    assert Session(trust_env=False).get(server.url + "/go").content == b"found"
+    assert server.log[-1][1] == "/caf%C3%A9%20blob?x=a%20b&y=%2F"
+
+
+def test_ipv6_literal_hosts_connect():
+    def answer(conn, index):
+        head = read_head(conn)
+        host = [line for line in head.split(b"\r\n") if line.lower().startswith(b"host:")][0]
+        body = host.split(b":", 1)[1].strip()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+    try:
+        server = RawServer(answer, socket.AF_INET6, "::1")
+    except OSError as exc:
+        pytest.skip(f"no IPv6 loopback on this machine: {exc}")
+    try:
+        r = Session(trust_env=False).get(f"http://[::1]:{server.port}/v2/")
+        assert r.content == f"[::1]:{server.port}".encode()
+    finally:
+        server.close()
+
+
+def test_an_unreadable_ca_bundle_is_a_setting_error(tmp_path):
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    with pytest.raises(UnusableSetting, match="no certificate could be read"):
+        Session(trust_env=False).get("https://127.0.0.1:1/", verify=str(garbage))
+    with pytest.raises(UnusableSetting, match="no certificate could be read"):
+        Session(env={"REQUESTS_CA_BUNDLE": str(garbage)}).get("https://127.0.0.1:1/")
+
+
+def test_verify_false_and_zero_are_the_same_unverified_context():
+    import ssl as ssl_module
+
+    assert http_session.tls_context(0).verify_mode == ssl_module.CERT_NONE
+    assert http_session.tls_context(False) is http_session.tls_context(0)
+    assert http_session.tls_context(1) is http_session.tls_context(True)
+    assert http_session.tls_context(True).verify_mode == ssl_module.CERT_REQUIRED
+
+
+def test_an_interim_answer_never_leaves_the_final_one_for_the_next_request():
+    def answer(conn, index):
+        read_head(conn)
+        if index > 1:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
+            return
+        conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n")
+        time.sleep(0.2)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nfinal" + str(index).encode())
+        read_head(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond")
+    server = RawServer(answer)
+    try:
+        s = Session(trust_env=False)
+        with pytest.raises(ConnectionError, match="interim answer 103"):
+            s.get(f"http://127.0.0.1:{server.port}/first")
+        assert s.get(f"http://127.0.0.1:{server.port}/again").content == b"fresh"   # on a new connection
+        assert server.connections == 2
+    finally:
+        server.close()
+
+
+def test_a_reused_connection_takes_the_new_request_s_read_timeout(server):
+    server.routes["/fast"] = ok(b"fast")
+
+    def slow(h, body):
+        time.sleep(1.5)
+        reply(h, 200, b"slow")
+    server.routes["/slow"] = slow
+    s = Session(trust_env=False)
+    assert s.get(server.url + "/fast", timeout=(5, 30)).content == b"fast"
+    start = time.monotonic()
+    with pytest.raises(Timeout):
+        s.get(server.url + "/slow", timeout=(5, 0.3))
+    assert time.monotonic() - start < 1.2
+
+
+def test_an_empty_lower_case_proxy_variable_switches_the_upper_case_one_off(server):
+    server.routes["/v2/"] = ok(b"direct")
+    s = Session(env={"http_proxy": "", "HTTP_PROXY": "http://127.0.0.1:1"})
+    assert s.get(server.url + "/v2/").content == b"direct"
+    assert http_session._env_proxy({"http_proxy": "", "ALL_PROXY": "http://p:1"}, "http") == "http://p:1"
+
+
+def test_a_proxy_refusing_its_credentials_is_a_setting_error():
+    def refuse(conn, index):
+        read_head(conn)
+        conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+    proxy = RawServer(refuse)
+    try:
+        with pytest.raises(UnusableSetting, match="refused the credentials"):
+            Session(env={"https_proxy": f"http://u:wrong@127.0.0.1:{proxy.port}"}).get("https://registry.example.test/")
+        with pytest.raises(UnusableSetting, match="port is not a number"):
+            Session(env={"https_proxy": "http://proxy:99999"}).get("https://registry.example.test/")
+    finally:
+        proxy.close()
+
+
+def test_http_to_https_on_the_same_host_keeps_credentials_only_on_default_ports():
+    keeps = http_session._keeps_credentials
+    assert keeps("http://reg.example/v2/", "https://reg.example/v2/")
+    assert keeps("http://reg.example:80/v2/", "https://reg.example:443/v2/")
+    assert not keeps("http://reg.example:5000/v2/", "https://reg.example/v2/")
+    assert not keeps("https://reg.example/v2/", "http://reg.example/v2/")          # never a downgrade
+    assert not keeps("https://reg.example/v2/", "https://storage.example/x")
+    assert not keeps("https://reg.example/v2/", "https://reg.example:8443/x")
+
+
+def test_keep_alive_works_with_descriptors_above_1024(server, tmp_path):
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit on open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [open(tmp_path / "f", "w") for _ in range(1100)]   # noqa: SIM115 - held open on purpose
+    try:
+        server.routes["/"] = ok()
+        s = Session(trust_env=False)
+        for _ in range(3):
+            s.get(server.url + "/")
+        assert len({entry[4] for entry in server.log}) == 1
+    finally:
+        for f in held:
+            f.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
