@@ -138,10 +138,11 @@ class BuildContext:
 
 
 def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str],
-        registries: Callable[[str], Any] | None = None) -> BuildReport:
+        registries: Callable[[str], Any] | None = None,
+        probe: docker_client.ClientProbe | None = None) -> BuildReport:
     """Build one plan job: checks first, then the command, the build, the push, the stats and the audit.
     `registries`: host -> ghbuild.registry.Registry, for pinning the sccache helper (default: a client per
-    host with the credentials in `env`)."""
+    host with the credentials in `env`); `probe`: the docker clients' answers, if the caller asked early."""
     job = _job(plan, request)
     image = options.images[job.image]
     stages = _dockerfile_stages(options, job)
@@ -149,7 +150,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     base_image = _base_image(options, image, job, request)
     push, warnings = _push(plan, job, request)
     warnings += [helper_note] if helper_note else []
-    client = _client(env, request)
+    client = _client(env, request, probe)
     decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
                                                                            _credentials_refusal(plan), env)
     if decision.degraded:
@@ -262,10 +263,11 @@ def _credentials_refusal(plan: Plan) -> str | None:
     return None
 
 
-def _client(env: Mapping[str, str], request: BuildRequest) -> docker_client.DockerClient:
+def _client(env: Mapping[str, str], request: BuildRequest,
+            probe: docker_client.ClientProbe | None = None) -> docker_client.DockerClient:
     """The docker client; a dry run prints the command even where no engine answers."""
     try:
-        return docker_client.find_client(env, request.backend)
+        return (probe or docker_client.ClientProbe(env)).client(request.backend)
     except EngineError:
         if not request.dry_run:
             raise

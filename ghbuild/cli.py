@@ -588,15 +588,26 @@ def cmd_ensure_base(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from ghbuild import docker_client
+
+    # The docker clients are asked first: they answer (tens of milliseconds each) while the config is read
+    # and the job planned.
+    with docker_client.ClientProbe(os.environ) as probe:
+        from ghbuild import build, records
+
+        options, plan = _load(args, [args.image], [args.arch])
+        if args.record:
+            records.destination(Path(args.record), os.environ, Path.cwd())   # refused before anything is built
+        request = build.BuildRequest(image=args.image, arch=args.arch, push=args.push, dry_run=args.dry_run,
+                                     target=args.target, base_image=args.base_image, backend=args.backend,
+                                     require_digest_base=args.require_digest_base, echo=not args.quiet)
+        report = build.run(plan, options, request, os.environ, probe=probe)
+    return _build_done(args, plan, report)
+
+
+def _build_done(args: argparse.Namespace, plan, report) -> int:
     from ghbuild import build, records, render
 
-    options, plan = _load(args, [args.image], [args.arch])
-    if args.record:
-        records.destination(Path(args.record), os.environ, Path.cwd())   # refused before anything is built
-    request = build.BuildRequest(image=args.image, arch=args.arch, push=args.push, dry_run=args.dry_run,
-                                 target=args.target, base_image=args.base_image, backend=args.backend,
-                                 require_digest_base=args.require_digest_base, echo=not args.quiet)
-    report = build.run(plan, options, request, os.environ)
     if args.dry_run:
         print(json.dumps(report.to_dict(), indent=2) if args.json else report.command)
         return 0

@@ -66,46 +66,58 @@ def _finish_probe(started: list[subprocess.Popen], timeout: float = 30,
     return client.strip(), answer, started[1].returncode == 0
 
 
-def find_client(env: Mapping[str, str] | None = None, backend: str | None = None) -> DockerClient:
-    """The first client that can run BuildKit builds against a reachable engine."""
-    env = os.environ if env is None else env
-    candidates: list[str] = []
-    for candidate in (env.get("GHBUILD_DOCKER_CLI"), shutil.which("docker", path=env.get("PATH")), "/usr/bin/docker"):
-        if candidate and candidate not in candidates and os.access(candidate, os.X_OK):
-            candidates.append(candidate)
-    if not candidates:
-        raise EngineError("no docker client found (install Docker, or set GHBUILD_DOCKER_CLI)")
-    reasons = []
-    # Every candidate is asked at once (most machines have one; this one, two): the answers are then read in
-    # order of preference, and the processes of candidates not needed are stopped.
-    probes: dict[str, list[subprocess.Popen] | OSError] = {}
-    for path in candidates:
-        try:
-            probes[path] = _start_probe(path, env)
-        except OSError as exc:
-            probes[path] = exc
-    try:
-        for path, started in probes.items():
+class ClientProbe:
+    """The questions to every candidate client, asked at once when the probe starts (each client run costs tens
+    of milliseconds, so a command starts the probe first and does its own work while the clients answer);
+    `client()` reads the answers in order of preference. Always `close()` it (or use it as a context
+    manager): the processes of candidates not needed are stopped there."""
+
+    def __init__(self, env: Mapping[str, str] | None = None):
+        self.env = os.environ if env is None else env
+        self.candidates: list[str] = []
+        for candidate in (self.env.get("GHBUILD_DOCKER_CLI"), shutil.which("docker", path=self.env.get("PATH")),
+                          "/usr/bin/docker"):
+            if candidate and candidate not in self.candidates and os.access(candidate, os.X_OK):
+                self.candidates.append(candidate)
+        self.probes: dict[str, list[subprocess.Popen] | OSError] = {}
+        for path in self.candidates:
             try:
-                if isinstance(started, OSError):
-                    raise started
-                version, server, has_buildx = _finish_probe(started)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                reasons.append(f"{path}: {exc}")
-                continue
-            if server.returncode != 0 or not server.stdout.strip():
-                last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
-                reasons.append(f"{path}: engine not reachable ({last})")
-                continue
-            client = DockerClient(path=path, version=version, buildx=has_buildx)
-            if backend == "buildx" and not has_buildx:
-                reasons.append(f"{path}: no buildx plugin")
-                continue
-            if not has_buildx and _major(version) >= 23:
-                reasons.append(f"{path}: client {version} needs the buildx plugin for BuildKit builds")
-                continue
-            return client
-    finally:
+                self.probes[path] = _start_probe(path, self.env)
+            except OSError as exc:
+                self.probes[path] = exc
+
+    def client(self, backend: str | None = None) -> DockerClient:
+        """The first client that can run BuildKit builds against a reachable engine."""
+        if not self.candidates:
+            raise EngineError("no docker client found (install Docker, or set GHBUILD_DOCKER_CLI)")
+        reasons = []
+        try:
+            for path, started in self.probes.items():
+                try:
+                    if isinstance(started, OSError):
+                        raise started
+                    version, server, has_buildx = _finish_probe(started)
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    reasons.append(f"{path}: {exc}")
+                    continue
+                if server.returncode != 0 or not server.stdout.strip():
+                    last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
+                    reasons.append(f"{path}: engine not reachable ({last})")
+                    continue
+                client = DockerClient(path=path, version=version, buildx=has_buildx)
+                if backend == "buildx" and not has_buildx:
+                    reasons.append(f"{path}: no buildx plugin")
+                    continue
+                if not has_buildx and _major(version) >= 23:
+                    reasons.append(f"{path}: client {version} needs the buildx plugin for BuildKit builds")
+                    continue
+                return client
+        finally:
+            self.close()
+        raise EngineError("no usable docker client: " + "; ".join(reasons))
+
+    def close(self) -> None:
+        probes, self.probes = self.probes, {}
         for started in probes.values():
             for proc in started if isinstance(started, list) else ():
                 if proc.poll() is None:
@@ -114,7 +126,17 @@ def find_client(env: Mapping[str, str] | None = None, backend: str | None = None
                 for stream in (proc.stdout, proc.stderr):
                     if stream:
                         stream.close()
-    raise EngineError("no usable docker client: " + "; ".join(reasons))
+
+    def __enter__(self) -> ClientProbe:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def find_client(env: Mapping[str, str] | None = None, backend: str | None = None) -> DockerClient:
+    """The first client that can run BuildKit builds against a reachable engine (see ClientProbe)."""
+    return ClientProbe(env).client(backend)
 
 
 def run_streaming(argv: Sequence[str], env: Mapping[str, str], log_path: Path, echo: bool = True,

@@ -58,3 +58,33 @@ def test_an_unreachable_engine_is_named_with_the_clients_own_words(tmp_path):
     assert message.startswith("no usable docker client: ") and "\n" not in message
     assert f"{path}: engine not reachable (Cannot connect to the Docker daemon at unix:///x.sock)" in message
 
+
+
+def test_build_asks_the_clients_first_and_leaves_none_running_after_a_config_error(tmp_path):
+    """`build` starts the client probe before it reads the config (the clients answer while it plans); when the
+    config then fails, the run ends at once with the config error and no client process outlives it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    slow = tmp_path / "bin" / "docker"
+    slow.parent.mkdir()
+    pids = tmp_path / "pids"
+    slow.write_text(f'#!/bin/sh\necho $$ >> {pids}\nexec sleep 30\n')
+    slow.chmod(0o755)
+    (tmp_path / "ghbuild.toml").write_text('[images.app]\ndockerfile = "missing/Dockerfile"\n')
+    env = {**os.environ, "PATH": f"{slow.parent}:/usr/bin:/bin", "GHBUILD_DOCKER_CLI": str(slow)}
+    env = {k: v for k, v in env.items() if not k.startswith("GITHUB_")}
+    start = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "ghbuild", "build", "--image", "app", "--arch", "amd64",
+                             "--dry-run", "--event", "push", "--repository", "o/r", "--ref", "main",
+                             "--default-branch", "main", "--sha", "0" * 40],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert time.monotonic() - start < 10
+    assert result.returncode == 3 and "missing/Dockerfile" in result.stderr, result.stderr
+    started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+    assert started, "the probe was not started before the config was read"
+    for pid in started:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower() \
+            or "(Z)" in Path(f"/proc/{pid}/stat").read_text(), f"client process {pid} still running"
