@@ -1,9 +1,9 @@
 """Registry credentials, from where CI already puts them.
 
 Order per registry host: the Docker client config (`$DOCKER_CONFIG/config.json` or ~/.docker/config.json),
-read by the Docker SDK's auth handling as `docker push` reads it: `auths.<host>.auth` (what `docker login` and
-docker/login-action write) and credential helpers (`credHelpers.<host>`, `credsStore`: common on self-hosted
-runners); then GHCR with GITHUB_TOKEN, then ECR through boto3. None: anonymous (fine for pulls from public
+read as `docker push` reads it: `auths.<host>.auth` (what `docker login` and docker/login-action write;
+read here without the Docker SDK) and credential helpers (`credHelpers.<host>`, `credsStore`: common on
+self-hosted runners; run through the Docker SDK's auth handling); then GHCR with GITHUB_TOKEN, then ECR through boto3. None: anonymous (fine for pulls from public
 repositories and local registries).
 """
 
@@ -55,14 +55,62 @@ def ecr_credentials(host: str, session=None) -> Credentials:
     return Credentials(user, password)
 
 
+def docker_config_file(env: Mapping[str, str]) -> str:
+    """The Docker client config the `docker` CLI would read: $DOCKER_CONFIG/config.json, else ~/.docker/."""
+    folder = env.get("DOCKER_CONFIG") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".docker")
+    return os.path.join(folder, "config.json")
+
+
+def _auths_key_host(key: str) -> str:
+    """An `auths` key as the Docker SDK compares it: scheme and path dropped, Docker Hub's index as docker.io."""
+    name = key.replace("http://", "").replace("https://", "").split("/", 1)[0]
+    return "docker.io" if name == "index.docker.io" else name
+
+
+def _plain_auths(path: str, host: str) -> tuple[bool, Credentials | None]:
+    """(decided, credentials) from a config that names no credential helper: its `auths` entry for `host`
+    read the way the Docker SDK reads it (exact key first, then by host name; `auth` is base64 of
+    user:password; an identity token is no password). Not decided when a helper could apply or the entry has
+    another shape: the SDK then reads it (and runs the helper). Why not always the SDK: importing it costs
+    more start-up than a publish that finds everything in place spends on its requests."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            config = json.load(fh)
+    except (OSError, ValueError):
+        return False, None
+    if not isinstance(config, dict) or config.get("credsStore") or config.get("credHelpers"):
+        return False, None
+    auths = config.get("auths") or {}
+    if not isinstance(auths, dict):
+        return False, None
+    wanted = "docker.io" if host in DOCKER_HUB_HOSTS else host
+    entry = auths.get(wanted)
+    if entry is None:
+        entry = next((value for key, value in auths.items() if _auths_key_host(key) == wanted), None)
+    if entry is None:
+        return True, None
+    if not isinstance(entry, dict) or set(entry) - {"auth", "email", "identitytoken"}:
+        return False, None
+    if "identitytoken" in entry or not entry.get("auth"):
+        return True, None
+    try:
+        username, _, password = base64.b64decode(entry["auth"]).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return False, None
+    return True, (Credentials(username, password) if username and password else None)
+
+
 def _from_docker_config(host: str, env: Mapping[str, str]) -> Credentials | None:
     """What the Docker client config holds for `host`, credential helpers run (with `env`) when it names one."""
-    from ghbuild.docker_client import docker_config_file
-
     path = docker_config_file(env)
     if not os.path.isfile(path):   # else the SDK falls back to this process's own config
         return None
-    require("docker", "docker", f"reading registry credentials from {path}")   # lazy: only with a config file
+    decided, found = _plain_auths(path, host)
+    if decided:
+        return found
+    require("docker", "docker", f"reading registry credentials from {path}")   # lazy: only for a helper
     from docker import auth, errors
 
     try:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ghbuild.credentials import docker_config_file
 from ghbuild.errors import EngineError, require
 
 
@@ -156,12 +157,6 @@ def run_streaming(argv: Sequence[str], env: Mapping[str, str], log_path: Path, e
                 sys.stderr.write(line)
         rc = proc.wait()
     return rc, time.monotonic() - start
-
-
-def docker_config_file(env: Mapping[str, str]) -> str:
-    """The Docker client config the `docker` CLI would read: $DOCKER_CONFIG/config.json, else ~/.docker/."""
-    folder = env.get("DOCKER_CONFIG") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".docker")
-    return os.path.join(folder, "config.json")
 
 
 def docker_sdk(env: Mapping[str, str], timeout: int = 60):

@@ -391,20 +391,32 @@ def _superseded(found: lease.LeaseState, sha: str, commit_time: int | None, now:
 
 def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_repo: str,
                  manifests: list[registry.Manifest], stats: registry.CopyStats, log) -> None:
-    """Copy the per-arch images at the same time: one arch's upload overlaps the other's."""
+    """Copy the per-arch images at the same time: one arch's upload overlaps the other's. The target is asked
+    first which it already holds: those take no thread, no connection of their own and no second request
+    (a republish finds every one there)."""
     from ghbuild import registry
 
-    if len(manifests) <= 1:
-        for manifest in manifests:
-            registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log)
+    missing = []
+    for manifest in manifests:
+        if dst.resolve(p_repo, manifest.digest) is not None:
+            registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log, manifest=manifest,
+                                present=True)
+        else:
+            missing.append(manifest)
+    if len(missing) <= 1:
+        for manifest in missing:
+            registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log, manifest=manifest,
+                                present=False)
         return
+    manifests = missing
     from concurrent.futures import ThreadPoolExecutor
 
     log = registry.serialized(log)
 
     def one(manifest: registry.Manifest) -> registry.CopyStats:
         part = registry.CopyStats()
-        registry.copy_image(src.clone(), s_repo, manifest.digest, dst.clone(), p_repo, (), part, log=log)
+        registry.copy_image(src.clone(), s_repo, manifest.digest, dst.clone(), p_repo, (), part, log=log,
+                            manifest=manifest, present=False)
         return part
 
     with ThreadPoolExecutor(max_workers=len(manifests), thread_name_prefix="ghbuild-arch") as pool:

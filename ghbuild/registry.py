@@ -747,12 +747,16 @@ def _copy_blobs(src: Registry, src_repo: str, dst: Registry, dst_repo: str, blob
 
 def copy_image(src: Registry, src_repo: str, ref: str, dst: Registry, dst_repo: str,
                tags: Iterable[str] = (), stats: CopyStats | None = None, log=None,
-               parallel: int = 4) -> tuple[Manifest, CopyStats]:
-    """Copy an image or a whole index (children first, by digest), then tag it. Manifest bytes are kept."""
+               parallel: int = 4, *, manifest: Manifest | None = None,
+               present: bool | None = None) -> tuple[Manifest, CopyStats]:
+    """Copy an image or a whole index (children first, by digest), then tag it. Manifest bytes are kept.
+    `manifest` (the source's, already read) and `present` (whether the target holds it, already asked) save
+    those requests when the caller has the answers."""
     stats = stats or CopyStats()
     log = log or dst.log
-    m = src.get_manifest(src_repo, ref)
-    present = dst.resolve(dst_repo, m.digest) is not None   # a stored manifest implies its blobs are there
+    m = manifest if manifest is not None else src.get_manifest(src_repo, ref)
+    if present is None:
+        present = dst.resolve(dst_repo, m.digest) is not None   # a stored manifest implies its blobs are there
     if m.is_index:
         for child in m.children():
             copy_image(src, src_repo, child.digest, dst, dst_repo, (), stats, log, parallel)

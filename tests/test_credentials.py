@@ -72,13 +72,83 @@ def test_a_missing_helper_or_config_means_the_next_source(docker_home):
 
 
 def test_a_light_install_reads_no_docker_config_it_does_not_have(docker_home, monkeypatch):
-    """Without the docker extra (no Docker SDK): no config file means the next source, a config file means a
-    one-line error naming the extra, never an ImportError."""
+    """Without the docker extra (no Docker SDK): no config file means the next source; a login as `docker login`
+    writes it is read all the same; a config naming a credential helper means a one-line error naming the
+    extra, never an ImportError."""
     from ghbuild.errors import UsageError
 
     env, write_config, _ = docker_home
     monkeypatch.setitem(__import__("sys").modules, "docker", None)    # what `import docker` meets without it
     assert credentials.for_host("ghcr.io", {**env, "GITHUB_TOKEN": "t"}) == credentials.Credentials("github-actions", "t")
     write_config({"auths": {"ghcr.io": {"auth": base64.b64encode(b"u:p").decode()}}})
+    assert credentials.for_host("ghcr.io", env) == credentials.Credentials("u", "p")
+    write_config({"credHelpers": {"ghcr.io": "gcloud"}})
     with pytest.raises(UsageError, match=r"needs the Python package 'docker'.*ghbuild\[docker\]"):
         credentials.for_host("ghcr.io", env)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+PLAIN_CONFIGS = [
+    {"auths": {"registry.example.com": {"auth": _b64("ci:s3cret")}}},
+    {"auths": {"https://registry.example.com/v2/": {"auth": _b64("ci:pa:ss")}}},
+    {"auths": {"http://registry.example.com": {"auth": _b64("ci:x")}, "registry.example.com": {"auth": _b64("exact:y")}}},
+    {"auths": {"https://index.docker.io/v1/": {"auth": _b64("hubuser:hubtoken"), "email": "a@b.c"}}},
+    {"auths": {"docker.io": {"auth": _b64("hubuser:t2")}}},
+    {"auths": {"registry.example.com": {"identitytoken": "refresh-token"}}},
+    {"auths": {"registry.example.com": {"auth": ""}}},
+    {"auths": {"registry.example.com": {"auth": _b64("nopassword")}}},
+    {"auths": {"other.example.com": {"auth": _b64("ci:elsewhere")}}},
+    {"auths": {"Registry.Example.com": {"auth": _b64("ci:case")}}},
+    {"auths": {}},
+    {},
+]
+
+
+@pytest.mark.parametrize("config", PLAIN_CONFIGS)
+@pytest.mark.parametrize("host", ["registry.example.com", "docker.io", "registry-1.docker.io", "other.example.com"])
+def test_a_config_without_helpers_is_read_as_the_docker_sdk_reads_it(docker_home, config, host):
+    """The fast path (no SDK import) gives exactly what the Docker SDK gives for configs that name no helper."""
+    env, write_config, _ = docker_home
+    write_config(config)
+    path = os.path.join(env["DOCKER_CONFIG"], "config.json")
+    decided, fast = credentials._plain_auths(path, host)
+    from docker import auth
+
+    try:
+        entry = auth.load_config(path, credstore_env=env).resolve_authconfig(
+            None if host in credentials.DOCKER_HUB_HOSTS else host)
+    except ValueError:      # the SDK refuses the file (an `auth` without a colon): ghbuild then reads nothing
+        entry = None
+    entry = {key.lower(): value for key, value in (entry or {}).items()}
+    sdk = (credentials.Credentials(entry["username"], entry["password"])
+           if entry.get("username") and entry.get("password") else None)
+    assert decided and fast == sdk, (config, host, fast, sdk)
+
+
+@pytest.mark.parametrize("config", [
+    {"credsStore": "desktop", "auths": {"registry.example.com": {}}},
+    {"credHelpers": {"registry.example.com": "ecr-login"}},
+    {"auths": {"registry.example.com": {"username": "u", "password": "p"}}},
+])
+def test_a_config_that_names_a_helper_or_another_shape_goes_to_the_sdk(docker_home, config):
+    env, write_config, _ = docker_home
+    write_config(config)
+    assert credentials._plain_auths(os.path.join(env["DOCKER_CONFIG"], "config.json"), "registry.example.com") \
+        == (False, None)
+
+
+def test_reading_a_login_written_by_docker_login_imports_no_docker_sdk(docker_home):
+    import subprocess
+    import sys
+
+    env, write_config, _ = docker_home
+    write_config({"auths": {"registry.example.com": {"auth": _b64("ci:s3cret")}}})
+    probe = ("import sys\nfrom ghbuild import credentials\n"
+             "c = credentials.for_host('registry.example.com')\n"
+             "print(c.username, 'docker' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, **env})
+    assert result.stdout.split() == ["ci", "False"], result.stderr
