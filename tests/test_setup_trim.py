@@ -63,3 +63,25 @@ def test_trimming_an_environment_without_botocore_does_nothing(tmp_path):
     (tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "requests").mkdir(parents=True)
     assert setup_module_().trim_botocore(tmp_path / "venv") == 0
     assert (tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "requests").is_dir()
+
+
+def test_precompile_compiles_the_environment_s_packages_not_a_folder_of_the_same_name_here(tmp_path, monkeypatch):
+    """The install byte-compiles the environment's own ghbuild (so the cached environment starts without
+    compiling), also when the job's working directory is a checkout holding a `ghbuild/` folder."""
+    import venv
+
+    setup = setup_module_()
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env_dir)
+    site = next((env_dir / "lib").glob("python3*/site-packages"))
+    (site / "ghbuild").mkdir()
+    for name in ("__init__.py", "publish.py"):
+        (site / "ghbuild" / name).write_text("VALUE = 1\n")
+    checkout = tmp_path / "checkout"
+    (checkout / "ghbuild").mkdir(parents=True)
+    (checkout / "ghbuild" / "__init__.py").write_text("VALUE = 2\n")
+    monkeypatch.chdir(checkout)
+    setup.precompile(env_dir / "bin" / "python")
+    compiled = sorted(p.name.split(".")[0] for p in (site / "ghbuild" / "__pycache__").glob("*.pyc"))
+    assert compiled == ["__init__", "publish"]
+    assert not (checkout / "ghbuild" / "__pycache__").exists()

@@ -242,7 +242,9 @@ def precompile(python: Path) -> None:
             "    if spec and spec.submodule_search_locations:\n"
             "        for folder in spec.submodule_search_locations:\n"
             "            compileall.compile_dir(folder, quiet=2, workers=os.cpu_count() or 1)\n")
-    subprocess.run([str(python), "-c", code, *PRECOMPILE], capture_output=True)
+    # -I: the environment's packages, never a same-named folder in the working directory (in ghbuild's own
+    # checkout, `ghbuild/` there was compiled instead, and every job then compiled the installed one anew).
+    subprocess.run([str(python), "-I", "-c", code, *PRECOMPILE], capture_output=True)
 
 
 def version_of(exe: Path) -> str:
