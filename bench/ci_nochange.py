@@ -240,6 +240,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="measured runs after the warm-up run (default 3)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (act's logs)")
+    ap.add_argument("--runner-environment", choices=("self-hosted", "github-hosted"), default="self-hosted",
+                    help="RUNNER_ENVIRONMENT the jobs see (act sets none, which reads as self-hosted): the setup "
+                    "action hard-links a restored environment only on GitHub-hosted runners and copies it, "
+                    "checked, on self-hosted ones")
     args = ap.parse_args()
     if not localenv.path().exists():
         sys.exit("bench: .ghbuild/local.env is missing: run `python -m infra up` first")
@@ -252,8 +256,11 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix=f"ghbuild-bench-ci-{sid}-"))
     tree, sha, rewrites, wheelhouse = harness.ghbuild_checkout(scratch, f"ghbuild no-change CI bench {sid}")
     sccache = {**local, "GHBUILD_SCCACHE_KEY_PREFIX": f"ghbuild-bench-{sid}"}
-    act = harness.Act(tree=tree, sha=sha, scratch=scratch, env=harness.project_env(local, sccache, wheelhouse, namespace),
-                      variables=dict(harness.PROJECT_VARIABLES), rewrites=rewrites)
+    env = harness.project_env(local, sccache, wheelhouse, namespace)
+    if args.runner_environment == "github-hosted":
+        env["RUNNER_ENVIRONMENT"] = "github-hosted"
+    act = harness.Act(tree=tree, sha=sha, scratch=scratch, env=env, variables=dict(harness.PROJECT_VARIABLES),
+                      rewrites=rewrites)
     rules = step_categories(tree)
     results: list[Measured] = []
     try:
