@@ -300,6 +300,15 @@ class Response:
     def json(self):
         return json.loads(self.content)
 
+    @property
+    def links(self) -> dict[str, dict[str, str]]:
+        """The Link headers (RFC 8288) by `rel` (else by URL), as requests gives them: the registry's tag list
+        pages with `Link: </v2/<name>/tags/list?n=100&last=x>; rel="next"`."""
+        found: dict[str, dict[str, str]] = {}
+        for link in parse_links(", ".join(self.headers.get_all("Link") or [])):
+            found[link.get("rel") or link["url"]] = link
+        return found
+
     def iter_content(self, chunk_size: int = 1 << 16) -> Iterator[bytes]:
         return self.raw.stream(chunk_size)
 
@@ -319,6 +328,26 @@ class Response:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def parse_links(value: str) -> list[dict[str, str]]:
+    """`<url>; rel="next"; title=x, <url2>; rel=prev` -> [{"url": .., "rel": .., ...}] (requests' reading)."""
+    links: list[dict[str, str]] = []
+    value = value.strip(" '\"")
+    if not value:
+        return links
+    import re
+
+    for part in re.split(", *<", value):
+        url, _, params = part.partition(";")
+        link = {"url": url.strip("<> '\"")}
+        for param in params.split(";"):
+            key, sep, val = param.partition("=")
+            if not sep:
+                break
+            link[key.strip(" '\"")] = val.strip(" '\"")
+        links.append(link)
+    return links
 
 
 # --------------------------------------------------------------------------- the session

@@ -678,3 +678,28 @@ def test_keep_alive_works_with_descriptors_above_1024(server, tmp_path):
         for f in held:
             f.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_link_headers_are_read_as_requests_reads_them_and_tag_lists_follow_them(server):
+    """The registry pages its tag list with `Link: <...>; rel="next"`: every page is read (release decides
+    `latest` from that list), and the parsing matches requests' on the header forms registries send."""
+    import json as json_module
+
+    from ghbuild import registry
+
+    pages = {"": (["v1", "v2"], '</v2/app/tags/list?n=2&last=v2>; rel="next"'),
+             "v2": (["v3", "v4"], "</v2/app/tags/list?n=2&last=v4>; rel=next"),
+             "v4": (["v5"], None)}
+
+    def tags(h, body):
+        last = h.path.partition("last=")[2]
+        names, link = pages[last]
+        reply(h, 200, json_module.dumps({"name": "app", "tags": names}).encode(), {"Link": link} if link else {})
+    server.routes["/v2/app/tags/list"] = tags
+    assert registry.Registry(server.host, log=lambda m: None).list_tags("app", page_size=2) == \
+        ["v1", "v2", "v3", "v4", "v5"]
+
+    requests_utils = pytest.importorskip("requests.utils")
+    for header in ['</a?n=1&last=x>; rel="next"', "<https://r.example/b>; rel=next, </c>; rel=\"prev\"; title=x",
+                   "", '<d>', "<e>; rel=\"last\" , <f>;rel=first"]:
+        assert http_session.parse_links(header) == requests_utils.parse_header_links(header), header
