@@ -188,12 +188,16 @@ class InvalidURL(PermanentError):
     """A URL that cannot be requested: a bad port, an unsupported scheme, no host."""
 
 
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
 def _port(parts, what: str) -> int:
     try:
         port = parts.port
     except ValueError:
         raise InvalidURL(f"{what}: the port is not a number from 0 to 65535") from None
-    return port or (443 if parts.scheme == "https" else 80)
+    return port or _default_port(parts.scheme)
 
 
 class _Proxy:
@@ -549,7 +553,7 @@ def _origin(url: str) -> tuple[str, str, int]:
         port = parts.port
     except ValueError:
         port = -1
-    return parts.scheme, (parts.hostname or "").lower(), port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), port or _default_port(parts.scheme)
 
 
 def same_origin(a: str, b: str) -> bool:

@@ -563,10 +563,7 @@ def test_ipv6_literal_hosts_connect():
         host = [line for line in head.split(b"\r\n") if line.lower().startswith(b"host:")][0]
         body = host.split(b":", 1)[1].strip()
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
-    try:
-        server = RawServer(answer, socket.AF_INET6, "::1")
-    except OSError as exc:
-        pytest.skip(f"no IPv6 loopback on this machine: {exc}")
+    server = RawServer(answer, socket.AF_INET6, "::1")    # the loopback interface has ::1 on CI's machines
     try:
         r = Session(trust_env=False).get(f"http://[::1]:{server.port}/v2/")
         assert r.content == f"[::1]:{server.port}".encode()
@@ -664,9 +661,9 @@ def test_keep_alive_works_with_descriptors_above_1024(server, tmp_path):
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 1200:
-        pytest.skip(f"the hard limit on open files is {hard}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    # Raising the hard limit needs root, which the suite runs as (the Makefile starts dockerd).
+    wanted_hard = hard if hard == resource.RLIM_INFINITY else max(hard, 1200)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), wanted_hard))
     held = [open(tmp_path / "f", "w") for _ in range(1100)]   # noqa: SIM115 - held open on purpose
     try:
         server.routes["/"] = ok()

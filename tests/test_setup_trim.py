@@ -81,6 +81,7 @@ def test_precompile_compiles_the_environment_s_packages_not_a_folder_of_the_same
     (checkout / "ghbuild").mkdir(parents=True)
     (checkout / "ghbuild" / "__init__.py").write_text("VALUE = 2\n")
     monkeypatch.chdir(checkout)
+    monkeypatch.setenv("PYTHONPATH", str(checkout))     # a step's env: cannot point the compile elsewhere either
     setup.precompile(env_dir / "bin" / "python")
     compiled = sorted(p.name.split(".")[0] for p in (site / "ghbuild" / "__pycache__").glob("*.pyc"))
     assert compiled == ["__init__", "publish"]
