@@ -1,3 +1,3 @@
-from ghbuild.cli import main
+from ghbuild.cli import run
 
-raise SystemExit(main())
+run()

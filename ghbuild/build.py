@@ -212,11 +212,11 @@ def _job(plan: Plan, request: BuildRequest) -> Job:
     """The plan's job with the request's target, tags (ensure-base) and extra labels."""
     job = plan.job(request.image, request.arch)
     if request.target:
-        job = replace(job, target=request.target)
+        job = job._replace(target=request.target)
     if request.tags is not None:
-        job = replace(job, tags=tuple(request.tags), push=bool(request.tags) and plan.trust.registry_write)
+        job = job._replace(tags=tuple(request.tags), push=bool(request.tags) and plan.trust.registry_write)
     if request.labels:
-        job = replace(job, labels={**job.labels, **request.labels})
+        job = job._replace(labels={**job.labels, **request.labels})
     return job
 
 
@@ -425,7 +425,7 @@ def _audit(report: BuildReport, ctx: BuildContext) -> None:
 
 def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
     """The own layers of one stage, built as the target (a cache hit after the main build)."""
-    sub_job = replace(ctx.job, target=stage_name, tags=(), cache_to=(), push=False)
+    sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
     iid_file = ctx.workdir / f"iid-{stage_name}"
     sub = buildcmd.build_command(sub_job, replace(ctx.settings, push=False, metadata_file=None, iidfile=iid_file))
     rc, _ = docker_client.run_streaming(sub.argv, {**ctx.run_env, **sub.env}, ctx.workdir / f"audit-{stage_name}.log",

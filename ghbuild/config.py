@@ -7,7 +7,6 @@ Every validation error names where the value came from (file and key, or the var
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import os
 import re
@@ -224,6 +223,8 @@ def apply_env(data: dict[str, Any], env: Mapping[str, str], sources: dict[str, s
         if var not in mapping:
             section = var[len(ENV_PREFIX):].split("_", 1)[0]
             if section in _SETTING_SECTIONS:
+                import difflib
+
                 hint = difflib.get_close_matches(var, list(mapping), n=1)
                 extra = f" (did you mean {hint[0]}?)" if hint else ""
                 raise ConfigError(f"{var}: unknown setting{extra}")
@@ -328,6 +329,8 @@ def _schema_errors(data: dict[str, Any], where: _Where) -> None:
         allowed = set(error.schema.get("properties", {}))
         unknown = sorted(k for k in error.instance if k not in allowed)
         key = _dotted(path + [unknown[0]]) if unknown else _dotted(path)
+        import difflib
+
         hint = difflib.get_close_matches(unknown[0], sorted(allowed), n=1) if unknown else []
         extra = f" (did you mean {hint[0]!r}?)" if hint else ""
         raise where.error(key, f"unknown key{extra}")

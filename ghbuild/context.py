@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from ghbuild import naming
 from ghbuild.errors import ContextError, InvalidReferenceError, TrustError
@@ -27,8 +27,7 @@ LOCAL_PUSH_NOTE = ("event: a push of the checked-out branch of the 'origin' repo
                    "without --event; --event, --ref, --repository and --default-branch choose another run)")
 
 
-@dataclass(frozen=True)
-class GitHubContext:
+class GitHubContext(NamedTuple):
     event: str
     repository: str                  # owner/name the workflow runs in, as GitHub spells it
     ref: str                         # full ref, refs/heads/x, refs/pull/N/merge, refs/tags/v1
@@ -46,7 +45,7 @@ class GitHubContext:
     run_id: str | None = None
     run_attempt: str | None = None
     server_url: str = "https://github.com"
-    inputs: Mapping[str, Any] = field(default_factory=dict)
+    inputs: Mapping[str, Any] = MappingProxyType({})
     # Why a field has the value it has, when it was inferred rather than read ("default_branch": "...").
     notes: tuple[str, ...] = ()
 
@@ -58,14 +57,13 @@ class GitHubContext:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = self._asdict()
         data["inputs"] = dict(self.inputs)
         data["notes"] = list(self.notes)
         return data
 
 
-@dataclass
-class Overrides:
+class Overrides(NamedTuple):
     """Command-line flags for local use; each one beats what GitHub set."""
 
     event: str | None = None

@@ -10,7 +10,6 @@ repositories and local registries).
 from __future__ import annotations
 
 import base64
-import dataclasses
 import os
 import re
 import warnings
@@ -23,12 +22,28 @@ GHCR_HOST = "ghcr.io"
 ECR_HOST_RE = re.compile(r"(?P<account>\d{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
 
 
-@dataclasses.dataclass(frozen=True)
 class Credentials:
-    """Username and password or token, sent as Basic to a token realm or to a Basic registry."""
+    """Username and password or token, sent as Basic to a token realm or to a Basic registry.
 
+    A plain immutable class rather than a tuple: a secret must not be iterable, unpackable or JSON-able."""
+
+    __slots__ = ("username", "password")
     username: str
     password: str
+
+    def __init__(self, username: str, password: str) -> None:
+        object.__setattr__(self, "username", username)
+        object.__setattr__(self, "password", password)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Credentials are immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Credentials)
+                and (self.username, self.password) == (other.username, other.password))
+
+    def __hash__(self) -> int:
+        return hash((self.username, self.password))
 
     def basic(self) -> str:
         return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()

@@ -58,12 +58,15 @@ def is_loopback(target: str) -> bool:
     name = name.lower()
     if name == "localhost":
         return True
-    import ipaddress
+    import socket   # already loaded by every HTTP client; ipaddress would cost a start-up its import
 
-    try:
-        return ipaddress.ip_address(name).is_loopback   # 127.0.0.0/8, ::1
-    except ValueError:
-        return False   # another name, even one that starts with "127."
+    for family, loopback in ((socket.AF_INET, lambda a: a[0] == 127),            # 127.0.0.0/8
+                             (socket.AF_INET6, lambda a: a == bytes(15) + b"\x01")):   # ::1
+        try:
+            return loopback(socket.inet_pton(family, name))
+        except OSError:
+            continue
+    return False   # another name, even one that starts with "127."
 
 
 def new_session(target: str):

@@ -13,8 +13,7 @@ people legitimately run on that event; planning read-only gives the fork's code 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ghbuild import naming
 from ghbuild.config import expand_repository
@@ -35,8 +34,7 @@ def github_hosted(labels: tuple[str, ...] | list[str]) -> bool:
     return len(labels) == 1 and _HOSTED_LABEL.fullmatch(labels[0].strip()) is not None
 
 
-@dataclass(frozen=True)
-class Trust:
+class Trust(NamedTuple):
     """Who may write what, for this run."""
 
     trusted: bool
@@ -52,8 +50,7 @@ class Trust:
     reason: str
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     id: str
     image: str
     arch: str
@@ -76,20 +73,18 @@ class Job:
     canonical_staging_repository: str | None = None
 
 
-@dataclass(frozen=True)
-class BaseRefs:
+class BaseRefs(NamedTuple):
     """Where a content-addressed image is looked up (in order) and where this run may write it."""
 
     read: tuple[str, ...]
     write: str | None
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     context: GitHubContext
     trust: Trust
     jobs: tuple[Job, ...]
-    warnings: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
 
     def job(self, image: str, arch: str) -> Job:
         for job in self.jobs:
@@ -158,7 +153,8 @@ class Plan:
 
 
 def _job_dict(job: Job) -> dict[str, Any]:
-    data = asdict(job)
+    data = job._asdict()
+    data["build_args"], data["labels"] = dict(job.build_args), dict(job.labels)
     for key in ("runs_on", "tags", "cache_from", "cache_to"):
         data[key] = list(data[key])
     return data

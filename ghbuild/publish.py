@@ -21,8 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ghbuild import naming
 # ghbuild.registry (with requests and urllib3), ghbuild.lease and ghbuild.tag_moves are imported by the
@@ -38,8 +37,7 @@ if TYPE_CHECKING:   # annotations only
 UNAME_ARCH = {"amd64": "amd64", "arm64": "arm64"}
 
 
-@dataclass(frozen=True)
-class ArchSource:
+class ArchSource(NamedTuple):
     arch: str
     suffix: str
     tag: str                      # staging tag, <sha>-<suffix>
@@ -50,8 +48,7 @@ class ArchSource:
         return self.digest or self.tag
 
 
-@dataclass(frozen=True)
-class PublishPlan:
+class PublishPlan(NamedTuple):
     kind: str                     # "nightly" or "release"
     image: str
     sha: str
@@ -136,17 +133,24 @@ def release_plan(options: Options, image: str, sha: str, owner: str, version, pu
                        index_tags=(tag, "latest") if latest else (tag,), moving=frozenset({"latest"}))
 
 
-@dataclass
 class PublishResult:
-    image: str
-    dry_run: bool
-    tags: dict[str, str] = field(default_factory=dict)        # full tag ref -> digest
-    index_digest: str | None = None
-    arch_digests: dict[str, str] = field(default_factory=dict)
-    moved: list[str] = field(default_factory=list)            # tags created or re-pointed
-    unchanged: list[str] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)          # what was (or would be) done, in order
-    stats: dict[str, int] = field(default_factory=dict)
+    """What publishing one image did (or would do), filled in as the run goes."""
+
+    def __init__(self, image: str, dry_run: bool, *, tags: dict[str, str] | None = None,
+                 index_digest: str | None = None, arch_digests: dict[str, str] | None = None,
+                 moved: list[str] | None = None, unchanged: list[str] | None = None,
+                 actions: list[str] | None = None, stats: dict[str, int] | None = None) -> None:
+        self.image, self.dry_run = image, dry_run
+        self.tags = tags if tags is not None else {}                      # full tag ref -> digest
+        self.index_digest = index_digest
+        self.arch_digests = arch_digests if arch_digests is not None else {}
+        self.moved = moved if moved is not None else []                   # tags created or re-pointed
+        self.unchanged = unchanged if unchanged is not None else []
+        self.actions = actions if actions is not None else []             # what was (or would be) done, in order
+        self.stats = stats if stats is not None else {}
+
+    def __repr__(self) -> str:
+        return f"PublishResult({self.__dict__!r})"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -157,12 +161,12 @@ LABEL_SOURCE = "org.opencontainers.image.source"
 
 
 def _single_arch(reg: registry.Registry, repo: str, ref: str, arch: str, plan: PublishPlan,
-                 ) -> tuple[registry.Manifest, dict]:
-    """The per-arch image behind a staging digest (or tag) and its platform, verified to be `arch` (an index
-    with one platform allowed) and, when the plan names a source, built from `plan.sha` of that repository
-    (its labels). The platform is returned so that the index entry needs no second config read."""
+                 manifest: registry.Manifest) -> tuple[registry.Manifest, dict]:
+    """The per-arch image behind a staging digest (or tag), `manifest` the one found there, and its platform,
+    verified to be `arch` (an index with one platform allowed) and, when the plan names a source, built from
+    `plan.sha` of that repository (its labels). The platform is returned so that the index entry needs no
+    second config read."""
     where = f"{reg.host}/{repo}{'@' if ref.startswith('sha256:') else ':'}{ref}"
-    manifest = reg.get_manifest(repo, ref)
     if manifest.is_index:
         platforms = manifest.platforms()
         if len(platforms) != 1:
@@ -194,8 +198,7 @@ def present_arches(plan: PublishPlan, factory: registry.RegistryFactory) -> list
     return [s.arch for s in plan.sources if reg.resolve(repo, s.ref) is not None]
 
 
-@dataclass
-class _Prepared:
+class _Prepared(NamedTuple):
     """One image checked and ready: its verified per-arch manifests and the index that joins them."""
 
     plan: PublishPlan
@@ -218,14 +221,12 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     s_host, s_repo = naming.split_repository(plan.staging)
     p_host, p_repo = naming.split_repository(plan.publish)
     src, dst = factory(s_host), factory(p_host)
-    missing = []
-    for source in plan.sources:
-        if src.resolve(s_repo, source.ref) is None:
-            missing.append(f"{plan.staging}{'@' if source.digest else ':'}{source.ref}")
+    found = {s.arch: src.find_manifest(s_repo, s.ref) for s in plan.sources}
+    missing = [f"{plan.staging}{'@' if s.digest else ':'}{s.ref}" for s in plan.sources if found[s.arch] is None]
     if missing:
         raise PublishError(f"staging image(s) missing: {', '.join(missing)}; a {plan.kind} is published only "
                            "when every architecture built")
-    verified = {s.arch: _single_arch(src, s_repo, s.ref, s.arch, plan) for s in plan.sources}
+    verified = {s.arch: _single_arch(src, s_repo, s.ref, s.arch, plan, found[s.arch]) for s in plan.sources}
     manifests = {arch: manifest for arch, (manifest, _) in verified.items()}
     children = []
     for source in plan.sources:
@@ -325,7 +326,7 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
             result.actions.append(move.describe())
             result.moved.append(move.ref)
     for prep in prepared:
-        prep.result.stats = dict(stats[id(prep)].__dict__)
+        prep.result.stats = stats[id(prep)].as_dict()
     return [prep.result for prep in prepared]
 
 
@@ -421,8 +422,7 @@ def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_
 
     with ThreadPoolExecutor(max_workers=len(manifests), thread_name_prefix="ghbuild-arch") as pool:
         for part in pool.map(one, manifests):
-            for key, value in part.__dict__.items():
-                setattr(stats, key, getattr(stats, key) + value)
+            stats.add(part)
 
 
 def render(result: PublishResult, kind: str = "nightly") -> str:
@@ -537,16 +537,18 @@ def refuse_pull_requests(env: Mapping[str, str]) -> None:
                          "workflow_dispatch runs)")
 
 
-@dataclass
 class PublishRun:
     """What one `ghbuild publish nightly|release` did, for every image."""
 
-    kind: str
-    sha: str
-    results: list[PublishResult]
-    version: Any = None                       # packaging Version, release only
-    latest: bool = False
-    github_release: str | None = None         # its URL; None: skipped or dry run
+    def __init__(self, kind: str, sha: str, results: list[PublishResult], version: Any = None,
+                 latest: bool = False, github_release: str | None = None) -> None:
+        self.kind, self.sha, self.results = kind, sha, results
+        self.version = version                    # packaging Version, release only
+        self.latest = latest
+        self.github_release = github_release      # its URL; None: skipped or dry run
+
+    def __repr__(self) -> str:
+        return f"PublishRun({self.__dict__!r})"
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind, "sha": self.sha, "images": [r.to_dict() for r in self.results]}
@@ -587,9 +589,9 @@ def _bind(plan: PublishPlan, recorded: Mapping[str, Mapping[str, Any]]) -> Publi
             if record["ref"].partition("@")[0] != plan.staging:
                 raise PublishError(f"build record {plan.image}-{source.arch}: {record['ref']} is not in the staging "
                                    f"repository {plan.staging}")
-            source = replace(source, digest=record["digest"])
+            source = source._replace(digest=record["digest"])
         sources.append(source)
-    return replace(plan, sources=tuple(sources))
+    return plan._replace(sources=tuple(sources))
 
 
 def _recorded_arches(plan: PublishPlan) -> list[str]:
@@ -604,7 +606,7 @@ def _release_plans(options: Options, images: list[str], sha: str, owner: str, ve
     for image in images:
         host, repo = naming.split_repository(nightly_plan(options, image, sha, owner).publish)
         plan = release_plan(options, image, sha, owner, version, factory(host).list_tags(repo))
-        plan = replace(plan, source_url=source_url)
+        plan = plan._replace(source_url=source_url)
         if recorded is not None:
             plan = _bind(plan, recorded)
             present = _recorded_arches(plan)
@@ -626,7 +628,7 @@ def _nightly_plans(options: Options, images: list[str], sha: str, owner: str,
                    recorded: Mapping[str, Mapping[str, Any]] | None, source_url: str | None) -> list[PublishPlan]:
     plans = []
     for image in images:
-        plan = replace(nightly_plan(options, image, sha, owner), source_url=source_url)
+        plan = nightly_plan(options, image, sha, owner)._replace(source_url=source_url)
         if recorded is not None:
             plan = _bind(plan, recorded)
             missing = [s.arch for s in plan.sources if not s.digest]

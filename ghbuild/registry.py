@@ -19,7 +19,6 @@ tell "confirmed missing" (404: None) from "failed" (network, 429, 5xx: retried, 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -27,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from ghbuild import __version__, http_session
@@ -173,8 +173,7 @@ class _Auth:
 # --------------------------------------------------------------------------- data
 
 
-@dataclasses.dataclass(frozen=True)
-class Descriptor:
+class Descriptor(NamedTuple):
     media_type: str
     digest: str
     size: int
@@ -187,8 +186,7 @@ class Descriptor:
         return d
 
 
-@dataclasses.dataclass(frozen=True)
-class Manifest:
+class Manifest(NamedTuple):
     raw: bytes                 # the exact bytes: re-serialising JSON changes the digest
     media_type: str
     digest: str
@@ -224,17 +222,32 @@ class Manifest:
                 if b.get("mediaType") not in NON_DISTRIBUTABLE and not b.get("urls")]
 
 
-@dataclasses.dataclass
 class CopyStats:
-    copied_bytes: int = 0
-    copied_blobs: int = 0
-    skipped_bytes: int = 0
-    skipped_blobs: int = 0
-    mounted_bytes: int = 0
-    mounted_blobs: int = 0
-    manifests: int = 0              # pushed
-    manifests_present: int = 0      # already on the target, not pushed
-    tags_moved: int = 0             # tags created or pointed at a new digest
+    """Counters of a copy; the threads of one copy each count their own part and add it up at the end."""
+
+    KEYS = ("copied_bytes", "copied_blobs", "skipped_bytes", "skipped_blobs", "mounted_bytes", "mounted_blobs",
+            "manifests",            # pushed
+            "manifests_present",    # already on the target, not pushed
+            "tags_moved")           # tags created or pointed at a new digest
+
+    def __init__(self, **counts: int) -> None:
+        for key in self.KEYS:
+            setattr(self, key, counts.pop(key, 0))
+        if counts:
+            raise TypeError(f"CopyStats: unknown counters {', '.join(counts)}")
+
+    def as_dict(self) -> dict[str, int]:
+        return {key: getattr(self, key) for key in self.KEYS}
+
+    def add(self, part: CopyStats) -> None:
+        for key in self.KEYS:
+            setattr(self, key, getattr(self, key) + getattr(part, key))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CopyStats) and self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"CopyStats({', '.join(f'{k}={v}' for k, v in self.as_dict().items())})"
 
 
 def sha256_digest(data: bytes) -> str:
@@ -403,9 +416,12 @@ class Registry:
 
         return self._retry(once, f"resolve {self.host}/{repo}:{ref}")
 
-    def _get_manifest_once(self, repo: str, ref: str) -> Manifest:
+    def _get_manifest_once(self, repo: str, ref: str, absent_ok: bool = False) -> Manifest | None:
         r = self._send("GET", self.url(f"{repo}/manifests/{ref}"), self._pull(repo),
                        headers={"Accept": ACCEPT_MANIFEST})
+        if r.status_code == 404 and absent_ok:
+            r.close()
+            return None
         if r.status_code != 200:
             raise self._error(r, f"GET manifest {repo}:{ref}")
         raw = r.content
@@ -426,6 +442,12 @@ class Registry:
     def get_manifest(self, repo: str, ref: str) -> Manifest:
         repo = normalize_repo(self.host, repo)
         return self._retry(lambda: self._get_manifest_once(repo, ref), f"get manifest {repo}:{ref}")
+
+    def find_manifest(self, repo: str, ref: str) -> Manifest | None:
+        """get_manifest, or None only when the registry confirms absence (404), as resolve() does: one
+        request where a resolve() and a get_manifest() take two."""
+        repo = normalize_repo(self.host, repo)
+        return self._retry(lambda: self._get_manifest_once(repo, ref, absent_ok=True), f"get manifest {repo}:{ref}")
 
     def put_manifest(self, repo: str, ref: str, raw: bytes, media_type: str) -> str:
         """PUT by tag or by digest with the manifest's own media type; returns the digest."""
@@ -741,8 +763,7 @@ def _copy_blobs(src: Registry, src_repo: str, dst: Registry, dst_repo: str, blob
     ordered = sorted(blobs, key=lambda d: -d.size)
     with ThreadPoolExecutor(max_workers=min(parallel, len(ordered)), thread_name_prefix="ghbuild-copy") as pool:
         for part in pool.map(one, ordered):
-            for key, value in part.__dict__.items():
-                setattr(stats, key, getattr(stats, key) + value)
+            stats.add(part)
 
 
 def copy_image(src: Registry, src_repo: str, ref: str, dst: Registry, dst_repo: str,

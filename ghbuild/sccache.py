@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ghbuild.options import DEFAULT_SCCACHE_HELPER_IMAGE
@@ -64,8 +64,7 @@ HELPER_BUILD_ARG = "GHBUILD_SCCACHE_IMAGE"
 _CRED_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
-@dataclass(frozen=True)
-class SccacheDecision:
+class SccacheDecision(NamedTuple):
     """What the build gets: a mode, why, the settings (not secret themselves) and the credential lines."""
 
     mode: str
@@ -81,6 +80,10 @@ class SccacheDecision:
         """The `ghbuild_sccache` secret: the settings, then the credentials when this run may have them."""
         text = "".join(f"{k}={v}\n" for k, v in self.settings.items())
         return text + (self.secret or "" if with_credentials else "")
+
+    def __repr__(self) -> str:  # never print a secret
+        return (f"SccacheDecision(mode={self.mode!r}, reason={self.reason!r}, settings={self.settings!r}, "
+                f"secret={'***' if self.secret else None})")
 
 
 def settings_for(options, mode: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ with its digests; a registry cannot delete a tag, so a tag that did not exist be
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ghbuild import registry
 from ghbuild.errors import PublishError, RegistryError
@@ -25,8 +25,7 @@ from ghbuild.errors import PublishError, RegistryError
 IMMUTABLE_ARCH, IMMUTABLE_INDEX, MOVING_ARCH, MOVING_INDEX = range(4)
 
 
-@dataclass(frozen=True)
-class TagMove:
+class TagMove(NamedTuple):
     """One tag this run wants at `digest`. `previous`: what it held when the phase began (None: new)."""
 
     repository: str              # the full name, for messages
@@ -56,14 +55,15 @@ class TagMove:
         return f"tag {self.ref} -> {self.digest}" + (f" (was {self.previous})" if self.previous else " (new)")
 
 
-@dataclass
 class TagPhase:
     """What the phase did: `moved` (written), `restored` / `unrestored` after a failure (messages)."""
 
-    moved: list[TagMove] = field(default_factory=list)
-    restored: list[str] = field(default_factory=list)
-    unrestored: list[str] = field(default_factory=list)
-    superseded: list[TagMove] = field(default_factory=list)    # moving tags left alone: a newer commit holds them
+    def __init__(self, *, moved: list[TagMove] | None = None, restored: list[str] | None = None,
+                 unrestored: list[str] | None = None, superseded: list[TagMove] | None = None) -> None:
+        self.moved = moved if moved is not None else []
+        self.restored = restored if restored is not None else []
+        self.unrestored = unrestored if unrestored is not None else []
+        self.superseded = superseded if superseded is not None else []   # moving tags a newer commit holds
 
     def report(self) -> str:
         parts = [f"restored {', '.join(self.restored)}" if self.restored else "restored nothing"]
@@ -82,7 +82,7 @@ def read_previous(moves: Sequence[TagMove]) -> list[TagMove]:
     out = []
     for move in moves:
         found = move.reg.resolve(move.repo, move.tag)
-        out.append(replace(move, previous=found.digest if found else None))
+        out.append(move._replace(previous=found.digest if found else None))
     return out
 
 

@@ -151,7 +151,7 @@ def test_github_variables_are_used_without_a_payload(tmp_path):
     ("pull_request", Overrides(head_repo="someone/else"), dict(head_repository="someone/else", is_fork=True)),
     ("merge_group", Overrides(base="refs/heads/release"), dict(base_ref="release")),
     ("merge_group", Overrides(sha="1" * 40), dict(sha="1" * 40)),
-], ids=lambda v: (",".join(f"{k}={getattr(v, k)}" for k in vars(v) if getattr(v, k) is not None)
+], ids=lambda v: (",".join(f"{k}={getattr(v, k)}" for k in v._fields if getattr(v, k) is not None)
                   if isinstance(v, Overrides) else None))
 def test_flags_beat_payload_and_env(event, name, overrides, expected):
     ctx = event(name).context(overrides)

@@ -697,8 +697,8 @@ def test_base_refs_refuse_an_image_without_identity(event, plan_for, make_option
 def test_a_fork_pull_request_plans_nothing_on_self_hosted_runners_by_default(event, make_options):
     """Default trust.self-hosted-for-forks = false: a fork's code never runs on a persistent runner."""
     options = make_options(extra=BASES)
-    options = type(options)(**{**options.__dict__, "trust": type(options.trust)(
-        canonical_repository=options.trust.canonical_repository, stable_branch=options.trust.stable_branch)})
+    options = options._replace(trust=type(options.trust)(
+        canonical_repository=options.trust.canonical_repository, stable_branch=options.trust.stable_branch))
     fork = planner.plan(event("pull_request").context(), options)
     assert "rocm-amd64" not in [j.id for j in fork.jobs] and "cpu-amd64" in [j.id for j in fork.jobs]
     assert any("rocm-amd64: not planned for a pull request from a fork" in w for w in fork.warnings)
@@ -723,8 +723,8 @@ def test_a_fork_pull_request_plans_nothing_that_is_not_github_hosted_however_spe
     """GitHub matches labels case-insensitively, and custom labels alone route to self-hosted runners."""
     options = make_options(extra=f"\n[images.gpu]\ndockerfile = \"docker/Dockerfile.gpu\"\n"
                                  f"platforms = [\"linux/amd64\"]\nrunners.amd64 = {json.dumps(labels)}\n")
-    options = type(options)(**{**options.__dict__, "trust": type(options.trust)(
-        canonical_repository=options.trust.canonical_repository, stable_branch=options.trust.stable_branch)})
+    options = options._replace(trust=type(options.trust)(
+        canonical_repository=options.trust.canonical_repository, stable_branch=options.trust.stable_branch))
     fork = planner.plan(event("pull_request").context(), options)
     assert "gpu-amd64" not in [j.id for j in fork.jobs]
     assert "gpu-amd64" in [j.id for j in planner.plan(event("pull_request").same_repo().context(), options).jobs]

@@ -44,8 +44,7 @@ def test_matrix_on_a_push_to_the_default_branch_may_write(tmp_path, event):
 
 def test_plan_summary_escapes_what_the_event_and_config_carry(tmp_path, event, plan_for):
     plan = plan_for(event("pull_request"))
-    hostile = dataclasses.replace(plan, warnings=(HOSTILE,),
-                                  context=dataclasses.replace(plan.context, head_repository=HOSTILE))
+    hostile = plan._replace(warnings=(HOSTILE,), context=plan.context._replace(head_repository=HOSTILE))
     text = render.plan_summary(hostile)
     assert "<img" not in text and "](" not in text.replace("\\](", "")
     assert "- x \\| &lt;img src=x onerror=alert(1)&gt; \\[click\\](https://evil.example) # \\`tick\\`" in text
