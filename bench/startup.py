@@ -15,7 +15,7 @@ Goal (issue 14): every command's first output within 0.1 s of the bare interpret
 With --before REF, the package as it was at git REF (extracted to a temporary folder and put first on
 PYTHONPATH) runs interleaved with the current one, so a change is measured before and after in one run.
 
-Usage: .venv/bin/python bench/startup.py [--runs 15] [--only plan,publish] [--before main]
+Usage: .venv/bin/python bench/startup.py [--runs 15] [--only plan,publish] [--before main] [--python PATH]
 """
 
 from __future__ import annotations
@@ -123,6 +123,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--only", help="comma-separated command names (default: all)")
     parser.add_argument("--before", metavar="REF", help="also run the package as it was at this git ref")
+    parser.add_argument("--python", metavar="PATH", default=sys.executable,
+                        help="the interpreter of the environment to time, e.g. <RUNNER_TEMP>/ghbuild/venv/bin/python "
+                             "as the setup action installs it (default: this one, the development venv, whose "
+                             "editable install adds its import hook to every start)")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(COMMANDS)
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as old:
@@ -136,8 +140,8 @@ def main() -> int:
         env.update(GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(Path(tmp, "event.json")),
                    GITHUB_REPOSITORY="example/project", GITHUB_REF="refs/heads/main", GITHUB_SHA=SHA)
         old_env = {**env, "PYTHONPATH": old}
-        ghbuild = [sys.executable, "-m", "ghbuild"]
-        base = [sys.executable, "-c", "pass"]
+        ghbuild = [args.python, "-m", "ghbuild"]
+        base = [args.python, "-c", "pass"]
         for name in names:   # once each: bytecode written, page cache warm
             first_output([*ghbuild, *COMMANDS[name]], env, tmp)
             if args.before:
