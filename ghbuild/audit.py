@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ghbuild.dockerfile import Stage
 from ghbuild.options import format_size
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     stage: str
     created_by: str
     size: int

@@ -17,18 +17,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType, SimpleNamespace
+from typing import Any, NamedTuple
 
-from ghbuild import audit, buildcmd, buildlog, docker_client, dockerfile, gha, naming, sccache
+from ghbuild import buildcmd, buildlog, docker_client, dockerfile, gha, naming, sccache
 from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
 from ghbuild.options import ImageOptions, Options
 from ghbuild.planner import Job, Plan
 
 
-@dataclass
-class BuildRequest:
+class BuildRequest(NamedTuple):
     image: str
     arch: str
     push: bool = False
@@ -39,33 +38,45 @@ class BuildRequest:
     require_digest_base: bool = False
     echo: bool = True
     tags: tuple[str, ...] | None = None            # instead of the plan's staging tags (ensure-base)
-    labels: Mapping[str, str] = field(default_factory=dict)   # added to the plan's labels
+    labels: Mapping[str, str] = MappingProxyType({})   # added to the plan's labels
     helper_image: str | None = None                # GHBUILD_SCCACHE_IMAGE as given (ensure-base: pinned already)
 
 
-@dataclass
-class BuildReport:
+class BuildReport(SimpleNamespace):
+    """What one build did, filled in as it runs (a namespace: mutable, compared and printed by its fields)."""
+
     image: str
     arch: str
     platform: str
     backend: str
     target: str | None
     command: str
-    ref: str | None = None
-    digest: str | None = None
-    image_id: str | None = None
-    tags: list[str] = field(default_factory=list)
-    pushed: bool = False
-    cache_from: list[str] = field(default_factory=list)
-    cache_to: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    sccache: dict[str, Any] = field(default_factory=dict)
-    layers: list[dict[str, Any]] = field(default_factory=list)
-    stages: dict[str, Any] = field(default_factory=dict)
-    size: int | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    budget_failures: list[str] = field(default_factory=list)
+    ref: str | None
+    digest: str | None
+    image_id: str | None
+    tags: list[str]
+    pushed: bool
+    cache_from: list[str]
+    cache_to: list[str]
+    skipped: list[str]
+    warnings: list[str]
+    sccache: dict[str, Any]
+    layers: list[dict[str, Any]]
+    stages: dict[str, Any]
+    size: int | None
+    timings: dict[str, float]
+    budget_failures: list[str]
+
+    def __init__(self, image: str, arch: str, platform: str, backend: str, target: str | None, command: str,
+                 **fields: Any) -> None:
+        super().__init__(image=image, arch=arch, platform=platform, backend=backend, target=target, command=command,
+                         ref=None, digest=None, image_id=None, tags=[], pushed=False, cache_from=[], cache_to=[],
+                         skipped=[], warnings=[], sccache={}, layers=[], stages={}, size=None, timings={},
+                         budget_failures=[])
+        unknown = sorted(set(fields) - set(vars(self)))
+        if unknown:
+            raise TypeError(f"BuildReport: unknown fields {', '.join(unknown)}")
+        self.__dict__.update(fields)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -121,8 +132,7 @@ def _version_label(plan: Plan) -> str:
     return ctx.sha[:12]
 
 
-@dataclass(frozen=True)
-class BuildContext:
+class BuildContext(NamedTuple):
     """What every step of one build shares: the job as built, its options and Dockerfile, the command's
     settings, the scratch folder, the environment the docker client runs in and the values to redact."""
 
@@ -293,10 +303,10 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
     digest its identity hashed), else the configured helper pinned to its digest now."""
     if request.helper_image:
         return request.helper_image, None
-    from ghbuild.ensure_base import registry_lookup
-
     def lookup(ref: str) -> str | None:
-        # The registry layer (requests) only for a Dockerfile that declares the helper: start-up of the others.
+        # The registry layer only for a Dockerfile that declares the helper: start-up of the others.
+        from ghbuild.ensure_base import registry_lookup
+
         nonlocal registries
         if registries is None:
             from ghbuild import registry
@@ -399,6 +409,8 @@ def _audit(report: BuildReport, ctx: BuildContext) -> None:
     """Layer sizes per stage from the image history, and the budgets. Stages with a budget outside the
     final image's chain (compile stages) are audited from their own image, but only stages this build
     built anyway (their image is then a cache hit, never new work)."""
+    from ghbuild import audit   # after a build only: a dry run's start-up does without it
+
     chain = dockerfile.chain(ctx.job.target, ctx.stages)
     layers, exact = audit.attribute(docker_client.image_history(ctx.env, report.image_id), chain)
     if not exact:
@@ -427,11 +439,13 @@ def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
     """The own layers of one stage, built as the target (a cache hit after the main build)."""
     sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
     iid_file = ctx.workdir / f"iid-{stage_name}"
-    sub = buildcmd.build_command(sub_job, replace(ctx.settings, push=False, metadata_file=None, iidfile=iid_file))
+    sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=None, iidfile=iid_file))
     rc, _ = docker_client.run_streaming(sub.argv, {**ctx.run_env, **sub.env}, ctx.workdir / f"audit-{stage_name}.log",
                                         echo=False, redact=ctx.redact)
     if rc != 0 or not iid_file.exists():
         return None
+    from ghbuild import audit
+
     history = docker_client.image_history(ctx.env, iid_file.read_text().strip())
     layers, _ = audit.attribute(history, dockerfile.chain(stage_name, ctx.stages))
     return audit.stage_sizes(layers).get(stage_name, 0)

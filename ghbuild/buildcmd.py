@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import NamedTuple
 
 from ghbuild.planner import Job
 
@@ -22,33 +23,30 @@ BACKENDS = ("buildx", "engine")
 GHA_CACHE_ENV = ("ACTIONS_RUNTIME_TOKEN", "ACTIONS_RESULTS_URL")
 
 
-@dataclass(frozen=True)
-class Secret:
+class Secret(NamedTuple):
     """A BuildKit secret, mounted with `RUN --mount=type=secret,id=...`; only its file path is in argv."""
 
     id: str
     src: Path
 
 
-@dataclass(frozen=True)
-class BuildSettings:
+class BuildSettings(NamedTuple):
     backend: str
     docker: str = "docker"
     project_dir: Path = Path(".")
     builder: str | None = None          # buildx builder name
     network: str | None = None          # e.g. "host", so the build reaches services on the runner
     push: bool = False
-    extra_build_args: Mapping[str, str] = field(default_factory=dict)   # BASE_IMAGE, SCCACHE_* (never secrets)
-    extra_labels: Mapping[str, str] = field(default_factory=dict)       # created, version
+    extra_build_args: Mapping[str, str] = MappingProxyType({})   # BASE_IMAGE, SCCACHE_* (never secrets)
+    extra_labels: Mapping[str, str] = MappingProxyType({})       # created, version
     secrets: tuple[Secret, ...] = ()
     metadata_file: Path | None = None
     iidfile: Path | None = None
     provenance: bool = False            # attestations turn per-arch images into indexes; off by default
-    env: Mapping[str, str] = field(default_factory=dict)                # the caller's environment (read only)
+    env: Mapping[str, str] = MappingProxyType({})                # the caller's environment (read only)
 
 
-@dataclass(frozen=True)
-class BuildCommand:
+class BuildCommand(NamedTuple):
     argv: tuple[str, ...]
     env: dict[str, str]                 # variables to add to the caller's environment
     skipped: tuple[str, ...]            # one line per plan feature not applied, with the reason

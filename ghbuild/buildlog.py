@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 _STEP_RE = re.compile(r"^#(\d+) \[(?:(?:linux|windows)/[\w/]+ )?([^\]\s]+) (\d+)/(\d+)\] (.*)$")
 _DONE_RE = re.compile(r"^#(\d+) DONE (\d+(?:\.\d+)?)s$")
 _CACHED_RE = re.compile(r"^#(\d+) CACHED$")
 
 
-@dataclass
-class StageTiming:
+class StageTiming(SimpleNamespace):
+    """One stage's steps, cache hits and seconds, counted as the log is read."""
+
     stage: str
-    steps: int = 0
-    cached: int = 0
-    seconds: float = 0.0
-    instructions: list[str] = field(default_factory=list)
+    steps: int
+    cached: int
+    seconds: float
+    instructions: list[str]
+
+    def __init__(self, stage: str, steps: int = 0, cached: int = 0, seconds: float = 0.0,
+                 instructions: list[str] | None = None) -> None:
+        super().__init__(stage=stage, steps=steps, cached=cached, seconds=seconds,
+                         instructions=instructions if instructions is not None else [])
 
     @property
     def fully_cached(self) -> bool:
@@ -58,11 +64,17 @@ _WRAPPER_RUN_RE = re.compile(r"ghbuild-sccache run ([A-Za-z0-9._-]+) --")
 _WRAPPER_STATS_RE = re.compile(r"^#(\d+) (?:\d+(?:\.\d+)? )?ghbuild-sccache-stats (\{.*\})$")
 
 
-@dataclass
-class SccacheRuns:
-    stats: dict[str, dict] = field(default_factory=dict)    # stage -> the wrapper's stats (ran in this build)
-    cached: set[str] = field(default_factory=set)           # stages whose wrapped step came from the layer cache
-    unreadable: set[str] = field(default_factory=set)       # wrapped steps that ran but left no readable stats
+class SccacheRuns(SimpleNamespace):
+    """What the sccache wrapper's steps left in a build log."""
+
+    stats: dict[str, dict]      # stage -> the wrapper's stats (ran in this build)
+    cached: set[str]            # stages whose wrapped step came from the layer cache
+    unreadable: set[str]        # wrapped steps that ran but left no readable stats
+
+    def __init__(self, stats: dict[str, dict] | None = None, cached: set[str] | None = None,
+                 unreadable: set[str] | None = None) -> None:
+        super().__init__(stats=stats if stats is not None else {}, cached=cached if cached is not None else set(),
+                         unreadable=unreadable if unreadable is not None else set())
 
 
 def sccache_runs(log_text: str) -> SccacheRuns:

@@ -18,15 +18,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ghbuild.credentials import docker_config_file
 from ghbuild.errors import EngineError, require
 
 
-@dataclass(frozen=True)
-class DockerClient:
+class DockerClient(NamedTuple):
     path: str
     version: str
     buildx: bool

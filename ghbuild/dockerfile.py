@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<base>\S+)(?:\s+AS\s+(?P<name>\S+))?\s*$", re.I)
 
@@ -15,8 +15,7 @@ _NO_HISTORY = {"from", "onbuild"}
 _FROM_REF_RE = re.compile(r"(?:--from=|--mount=\S*?(?<=[=,])from=)([^\s,]+)")
 
 
-@dataclass(frozen=True)
-class Stage:
+class Stage(NamedTuple):
     index: int
     name: str | None
     base: str          # a previous stage's name, or an image reference (ARGs not expanded)
@@ -74,7 +73,7 @@ def parse(path: Path) -> tuple[str, list[Stage]]:
         counts = bool(word) and word not in _NO_HISTORY
         # as written: an image ref may hold ${ARG}s whose names are case-sensitive; stage names match lower-cased
         uses = tuple(dict.fromkeys(last.uses + tuple(_FROM_REF_RE.findall(line))))
-        result[-1] = replace(last, history_entries=last.history_entries + counts, uses=uses,
+        result[-1] = last._replace(history_entries=last.history_entries + counts, uses=uses,
                              text=last.text + line.strip() + "\n")
     return "".join(preamble), result
 

@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from ghbuild import identity as ident
@@ -31,8 +31,9 @@ LABEL_PLATFORM = "org.ghbuild.identity.platform"
 RegistryFactory = Callable[[str], Any]   # host -> ghbuild.registry.Registry
 
 
-@dataclass
-class EnsureResult:
+class EnsureResult(SimpleNamespace):
+    """What ensure-base found or built, filled in as it goes."""
+
     image: str
     arch: str
     identity: str
@@ -40,10 +41,17 @@ class EnsureResult:
     digest: str | None
     built: bool
     found_at: str | None          # the tag it was found at, or written to
-    looked_up: list[str] = field(default_factory=list)
-    dry_run: bool = False
-    build_report: dict[str, Any] | None = None
-    identity_detail: dict[str, Any] | None = None
+    looked_up: list[str]
+    dry_run: bool
+    build_report: dict[str, Any] | None
+    identity_detail: dict[str, Any] | None
+
+    def __init__(self, image: str, arch: str, identity: str, ref: str | None, digest: str | None, built: bool,
+                 found_at: str | None, looked_up: list[str] | None = None, dry_run: bool = False,
+                 build_report: dict[str, Any] | None = None, identity_detail: dict[str, Any] | None = None) -> None:
+        super().__init__(image=image, arch=arch, identity=identity, ref=ref, digest=digest, built=built,
+                         found_at=found_at, looked_up=looked_up if looked_up is not None else [], dry_run=dry_run,
+                         build_report=build_report, identity_detail=identity_detail)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -20,8 +20,8 @@ import os
 import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ghbuild import dockerfile
@@ -46,8 +46,7 @@ class InputEntry(NamedTuple):
         return [self.path, self.mode, self.oid]
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):
     identity: str
     version: str
     platform: str
@@ -55,7 +54,7 @@ class Identity:
     stages: tuple[str, ...]
     build_args: Mapping[str, str]
     bases: Mapping[str, str]                 # image ref as written (ARGs expanded) -> digest
-    parts: Mapping[str, str] = field(default_factory=dict)   # part -> sha256, to see what changed
+    parts: Mapping[str, str] = MappingProxyType({})   # part -> sha256, to see what changed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -256,8 +255,7 @@ def expand_args(text: str, values: Mapping[str, str]) -> str:
     return _ARG_RE.sub(sub, text)
 
 
-@dataclass(frozen=True)
-class StageSource:
+class StageSource(NamedTuple):
     text: str                       # preamble + the stages built, in file order
     labels: tuple[str, ...]
     external: tuple[str, ...]       # images the stages build FROM or copy from (ARGs expanded)

@@ -3,7 +3,6 @@ jobs) and prune's (kept and deleted per tag, a dry run marked). Everything inter
 
 from __future__ import annotations
 
-import dataclasses
 
 from conftest import BASE_REPO, FORK_REPO, read_outputs, run_in_process, write_options
 
@@ -73,5 +72,5 @@ def test_build_outputs_metadata_in_build_push_actions_shape(tmp_path, monkeypatc
                                                "image.name": ",".join(tags)}
     assert outputs["digest"] == digest and outputs["image-id"] == image_id   # the names it had stay
     output.write_text("")
-    build.outputs(dataclasses.replace(report, pushed=False, digest=None, ref=None))
+    build.outputs(build.BuildReport(**{**vars(report), "pushed": False, "digest": None, "ref": None}))
     assert json.loads(read_outputs(output.read_text())["metadata"]) == {"containerimage.config.digest": image_id}

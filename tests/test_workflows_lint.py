@@ -631,6 +631,35 @@ def test_a_restored_stage_that_does_not_match_its_manifest_is_installed_instead(
     assert job.uv_log.read_text().count("pip install") == 2
 
 
+@pytest.mark.parametrize("runner", ["self-hosted", "github-hosted"])
+@pytest.mark.parametrize("planted", ["symlink", "fifo"])
+def test_a_stage_file_replaced_by_a_symlink_or_a_fifo_is_never_followed(node, tmp_path, runner, planted):
+    """Another job of the same user can write the stage in ~/.cache: a link to a file of its choosing, or a FIFO
+    that would hang the job, in place of a listed file. Neither is read; the environment is installed instead."""
+    job = SetupJob(node, tmp_path, tmp_path / "cache-store")
+    job.base["RUNNER_ENVIRONMENT"] = runner
+    first = job.run(tmp_path / "job1" / "tmp", "push")
+    shutil.rmtree(tmp_path / "job1")
+    runner_temp = tmp_path / "job2" / "tmp"
+    runner_temp.mkdir(parents=True)
+    env = {"RUNNER_TEMP": str(runner_temp), "GITHUB_EVENT_NAME": "push"}
+    assert job.cache("restore", first["key"], first["path"])["cache-hit"] == "true"
+    stage = tmp_path / "home" / ".cache" / "ghbuild-setup" / first["key"] / "venv"
+    victim = next(p for p in sorted(stage.rglob("*")) if p.is_file() and not p.is_symlink() and p.name != "pyvenv.cfg")
+    victim.unlink()                             # between the restore and setup.py: another job's write
+    if planted == "symlink":
+        (tmp_path / "theirs.py").write_text("print('not ghbuild')\n")
+        victim.symlink_to(tmp_path / "theirs.py")
+    else:
+        os.mkfifo(victim)
+    setup = str(job.root / ".github" / "actions" / "setup" / "setup.py")
+    proc, out = job.step([sys.executable, setup], {**env, "GHBUILD_SETUP_CACHE": "true",
+                                                   "GHBUILD_SETUP_RESTORED": "true"})
+    assert out["cached"] == "false" and out["version"] == "0.1.0", out
+    assert "does not match its manifest" in proc.stdout
+    assert job.uv_log.read_text().count("pip install") == 2
+
+
 def test_setup_refuses_a_bad_extras_input(tmp_path):
     proc, _ = setup_key(fake_toolkit(tmp_path), tmp_path / "rt", tmp_path, GHBUILD_SETUP_EXTRAS="aws; rm -rf /")
     assert proc.returncode == 1 and "is not an extra name" in proc.stdout

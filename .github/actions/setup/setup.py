@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import platform
@@ -340,6 +341,69 @@ def may_hard_link() -> bool:
     return os.environ.get("RUNNER_ENVIRONMENT") == "github-hosted"
 
 
+RESTORE_THREADS = 8
+
+
+def _can_hard_link(stage_venv: Path, env_dir: Path) -> bool:
+    """Whether the stage and the environment share a file system (one trial link, removed again)."""
+    probe = env_dir / ".ghbuild-link-probe"
+    try:
+        os.link(stage_venv / "pyvenv.cfg", probe)
+    except OSError:
+        return False
+    probe.unlink()
+    return True
+
+
+def _checked_copy(src: Path, dst: Path, sha: str, mode: int, rel: str) -> None:
+    """src (never through a symlink) to a new dst with `mode` and src's times, its bytes hashed on the way:
+    ValueError when they are not `sha`. File descriptors throughout: a handful of system calls per file."""
+    # O_NOFOLLOW: a symlink planted in the stage fails (ELOOP); O_NONBLOCK: so does a FIFO, instead of hanging.
+    fd_in = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd_in)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(rel)
+        fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            digest = hashlib.sha256()
+            while chunk := os.read(fd_in, 1 << 20):
+                digest.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd_out, view):]
+            if digest.hexdigest() != sha:
+                raise ValueError(rel)
+            os.fchmod(fd_out, mode)
+            os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))   # keeps the .pyc files valid
+        finally:
+            os.close(fd_out)
+    finally:
+        os.close(fd_in)
+
+
+def _restore_file(stage_venv: Path, env_dir: Path, rel: str, entry: list, link: bool) -> None:
+    """One file of the manifest into env_dir, checked against its sha256 and mode (ValueError: it differs)."""
+    sha, mode = entry
+    src, dst = stage_venv / rel, env_dir / rel
+    if not link:
+        _checked_copy(src, dst, sha, mode & 0o777, rel)
+        return
+    try:
+        os.link(src, dst, follow_symlinks=False)    # a planted symlink is linked as one, and refused below
+    except OSError:             # e.g. the link count limit: this one is copied
+        _checked_copy(src, dst, sha, mode & 0o777, rel)
+        return
+    st = os.lstat(dst)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(rel)
+    if st.st_mode & 0o777 != mode & 0o777:
+        dst.unlink()            # another mode: a copy of its own (a chmod would change the stage's too)
+        _checked_copy(src, dst, sha, mode & 0o777, rel)
+    elif _hash(dst) != sha:
+        raise ValueError(rel)
+
+
 def restore_stage(key: str, env_dir: Path) -> bool:
     """The restored stage, relocated into env_dir: only the files and links its manifest lists, each checked
     against it. False (and env_dir removed) when the stage is missing, partial or does not match."""
@@ -351,40 +415,29 @@ def restore_stage(key: str, env_dir: Path) -> bool:
         print(f"the cache was restored, but {stage} holds no readable manifest ({exc}); installing instead", flush=True)
         return False
     shutil.rmtree(env_dir, ignore_errors=True)
-    made: set[Path] = set()
-    link = may_hard_link()
     try:
-        for rel, (sha, mode) in sorted(files.items()):
-            src, dst = stage / "venv" / rel, env_dir / rel
-            if ".." in Path(rel).parts or Path(rel).is_absolute() or src.is_symlink():
-                raise ValueError(rel)
-            if dst.parent not in made:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                made.add(dst.parent)
-            # A hard link where the stage and RUNNER_TEMP share a file system (creating ~5000 files costs more
-            # than the rest of the restore); checked all the same. A restore into the stage replaces its
-            # files (new inodes), so it never changes these. Only on a GitHub-hosted runner (see
-            # may_hard_link): elsewhere another job of the same user could write through the stage's inodes.
-            if link:
-                try:
-                    os.link(src, dst)
-                except OSError:
-                    link = False
-                else:
-                    if os.stat(dst).st_mode & 0o777 == mode & 0o777:
-                        if _hash(dst) != sha:
-                            raise ValueError(rel)
-                        continue
-                    dst.unlink()        # another mode: a copy of its own (a chmod would change the stage's too)
-            if _hash_copy(src, dst) != sha:
-                raise ValueError(rel)
-            st = src.stat()
-            os.chmod(dst, mode & 0o777)
-            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
-        for rel, target in links.items():
+        for rel in list(files) + list(links):
             if ".." in Path(rel).parts or Path(rel).is_absolute():
                 raise ValueError(rel)
-            (env_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        for folder in sorted({(env_dir / rel).parent for rel in list(files) + list(links)}):
+            folder.mkdir(parents=True, exist_ok=True)
+        # A hard link where the stage and RUNNER_TEMP share a file system (creating ~5000 files costs more
+        # than the rest of the restore); checked all the same. A restore into the stage replaces its files (new
+        # inodes), so it never changes these. Only on a GitHub-hosted runner (see may_hard_link): elsewhere
+        # another job of the same user could write through the stage's inodes.
+        link = may_hard_link() and _can_hard_link(stage / "venv", env_dir)
+        # Threads: each file is a few system calls and a hash, which release the GIL; one at a time, a
+        # self-hosted runner's checked copy of ~1000-3000 files took seconds (bench/ci_nochange.py).
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=RESTORE_THREADS)
+        try:
+            for _ in pool.map(lambda item: _restore_file(stage / "venv", env_dir, item[0], item[1], link),
+                              sorted(files.items())):
+                pass
+        finally:
+            pool.shutdown(cancel_futures=True)      # a mismatch stops the rest at once
+        for rel, target in links.items():
             (env_dir / rel).symlink_to(target.replace(old, str(env_dir)) if target.startswith(old + "/") else target)
     except (OSError, ValueError) as exc:
         print(f"the restored environment does not match its manifest ({exc}); installing instead", flush=True)
