@@ -265,7 +265,7 @@ def test_faults_reading_staging_are_retried(session, hub, staged):
     largest, size = max(layers.items(), key=lambda item: item[1])
     with FaultProxy("http://" + session.registry.host) as staging:
         rules = [
-            staging.respond("HEAD", rf"/manifests/{digests['amd64']}$", 503),    # publish looks records up
+            staging.respond("GET", rf"/manifests/{digests['amd64']}$", 503),     # publish reads a record's image
             staging.respond("GET", r"/blobs/sha256:", 503),                       # the amd64 config, verify
             staging.reset("GET", r"/blobs/sha256:", after=200, on="response", nth=3),   # the arm64 config
             staging.reset("GET", rf"/blobs/{largest}$", after=size // 2, on="response"),
