@@ -244,13 +244,15 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     return _Prepared(plan, src, dst, s_repo, p_repo, manifests, raw, media_type, result)
 
 
-def _transfer(prep: _Prepared, stats: registry.CopyStats, log: Callable[[str], None]) -> None:
-    """Steps 2 and 3: copy each image by digest, then push the index by digest (no tag moves)."""
+def _transfer(prep: _Prepared, stats: registry.CopyStats, log: Callable[[str], None],
+              tagged: frozenset[str] = frozenset()) -> None:
+    """Steps 2 and 3: copy each image by digest, then push the index by digest (no tag moves). `tagged`: digests
+    a tag of the publish repository was just found at, so present there without another lookup."""
     plan = prep.plan
     _copy_arches(prep.src, prep.s_repo, prep.dst, prep.p_repo, [prep.manifests[s.arch] for s in plan.sources],
-                 stats, log)
+                 stats, log, tagged)
     digest = prep.result.index_digest or ""
-    if prep.dst.resolve(prep.p_repo, digest) is None:
+    if digest not in tagged and prep.dst.resolve(prep.p_repo, digest) is None:
         prep.dst.put_manifest(prep.p_repo, digest, prep.index, prep.index_type)
 
 
@@ -297,12 +299,16 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
 
     prepared = [_prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
     stats = {id(p): registry.CopyStats() for p in prepared}
+    # What the tags hold now, read before the copies: a manifest a tag of its repository holds needs no lookup
+    # of its own (a republish reads only its tags). The values decide only whether a tag must move; a move
+    # reads them again under the lease.
+    moves = tag_moves.read_previous(tag_moves.ordered([m for prep in prepared for m in _tag_moves(prep)]))
     for prep in prepared:
         for action in prep.result.actions:
             log(("would " if dry_run else "") + action)
         if not dry_run:
-            _transfer(prep, stats[id(prep)], log)                           # 2, 3. no tag moves
-    moves = tag_moves.read_previous(tag_moves.ordered([m for prep in prepared for m in _tag_moves(prep)]))
+            tagged = frozenset(m.previous for m in moves if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
+            _transfer(prep, stats[id(prep)], log, tagged)                   # 2, 3. no tag moves
     kind = plans[0].kind if plans else "nightly"
     _refuse_moving_immutable(moves, kind)
     phase = tag_moves.TagPhase()
@@ -391,15 +397,16 @@ def _superseded(found: lease.LeaseState, sha: str, commit_time: int | None, now:
 
 
 def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_repo: str,
-                 manifests: list[registry.Manifest], stats: registry.CopyStats, log) -> None:
+                 manifests: list[registry.Manifest], stats: registry.CopyStats, log,
+                 tagged: frozenset[str] = frozenset()) -> None:
     """Copy the per-arch images at the same time: one arch's upload overlaps the other's. The target is asked
-    first which it already holds: those take no thread, no connection of their own and no second request
-    (a republish finds every one there)."""
+    first which it already holds (unless a tag there holds it: `tagged`): those take no thread, no connection
+    of their own and no second request (a republish finds every one there)."""
     from ghbuild import registry
 
     missing = []
     for manifest in manifests:
-        if dst.resolve(p_repo, manifest.digest) is not None:
+        if manifest.digest in tagged or dst.resolve(p_repo, manifest.digest) is not None:
             registry.copy_image(src, s_repo, manifest.digest, dst, p_repo, (), stats, log=log, manifest=manifest,
                                 present=True)
         else:
