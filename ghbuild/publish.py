@@ -212,6 +212,31 @@ class _Prepared(NamedTuple):
     result: PublishResult
 
 
+def _per_arch(fn: Callable[[ArchSource, registry.Registry], Any], sources: tuple[ArchSource, ...],
+              reg: registry.Registry) -> dict[str, Any]:
+    """fn(source, client) for every arch at the same time (the reads of one overlap the other's round trips),
+    each thread with a client of its own; arch -> its result, or the exception it raised (in source order)."""
+    import threading
+
+    outcomes: dict[str, Any] = {}
+
+    def one(source: ArchSource, client: registry.Registry) -> None:
+        try:
+            outcomes[source.arch] = fn(source, client)
+        except BaseException as exc:        # handed to the caller, which raises it
+            outcomes[source.arch] = exc
+
+    threads = [threading.Thread(target=one, args=(source, reg.clone()), name=f"ghbuild-{source.arch}", daemon=True)
+               for source in sources[1:]]
+    for thread in threads:
+        thread.start()
+    for source in sources[:1]:
+        one(source, reg)
+    for thread in threads:
+        thread.join()
+    return {source.arch: outcomes[source.arch] for source in sources}
+
+
 def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool,
              log: Callable[[str], None]) -> _Prepared:
     """Step 1, reads only: every arch present and what it claims to be; the copy and index actions."""
@@ -221,12 +246,20 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     s_host, s_repo = naming.split_repository(plan.staging)
     p_host, p_repo = naming.split_repository(plan.publish)
     src, dst = factory(s_host), factory(p_host)
-    found = {s.arch: src.find_manifest(s_repo, s.ref) for s in plan.sources}
-    missing = [f"{plan.staging}{'@' if s.digest else ':'}{s.ref}" for s in plan.sources if found[s.arch] is None]
+
+    def check(source: ArchSource, reg: registry.Registry) -> tuple[registry.Manifest, dict] | None:
+        manifest = reg.find_manifest(s_repo, source.ref)
+        return None if manifest is None else _single_arch(reg, s_repo, source.ref, source.arch, plan, manifest)
+
+    outcomes = _per_arch(check, plan.sources, src)
+    missing = [f"{plan.staging}{'@' if s.digest else ':'}{s.ref}" for s in plan.sources if outcomes[s.arch] is None]
     if missing:
         raise PublishError(f"staging image(s) missing: {', '.join(missing)}; a {plan.kind} is published only "
                            "when every architecture built")
-    verified = {s.arch: _single_arch(src, s_repo, s.ref, s.arch, plan, found[s.arch]) for s in plan.sources}
+    for outcome in outcomes.values():
+        if isinstance(outcome, BaseException):
+            raise outcome
+    verified = {arch: outcome for arch, outcome in outcomes.items()}
     manifests = {arch: manifest for arch, (manifest, _) in verified.items()}
     children = []
     for source in plan.sources:
