@@ -22,10 +22,30 @@ GHCR_HOST = "ghcr.io"
 ECR_HOST_RE = re.compile(r"(?P<account>\d{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
 
 
-class Credentials:
-    """Username and password or token, sent as Basic to a token realm or to a Basic registry.
+class Sealed:
+    """An immutable value that holds a secret, compared by its fields (`__slots__`). Not a tuple or a
+    dataclass: it cannot be iterated, unpacked or JSON-encoded, and each subclass's __repr__ hides the secret.
+    Subclasses set their fields in __init__ with object.__setattr__."""
 
-    A plain immutable class rather than a tuple: a secret must not be iterable, unpackable or JSON-able."""
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name}")
+
+    __delattr__ = __setattr__
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._values() == self._values()   # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+
+class Credentials(Sealed):
+    """Username and password or token, sent as Basic to a token realm or to a Basic registry."""
 
     __slots__ = ("username", "password")
     username: str
@@ -34,16 +54,6 @@ class Credentials:
     def __init__(self, username: str, password: str) -> None:
         object.__setattr__(self, "username", username)
         object.__setattr__(self, "password", password)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Credentials are immutable: cannot set {name}")
-
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Credentials)
-                and (self.username, self.password) == (other.username, other.password))
-
-    def __hash__(self) -> int:
-        return hash((self.username, self.password))
 
     def basic(self) -> str:
         return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()

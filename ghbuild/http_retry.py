@@ -60,11 +60,12 @@ def is_loopback(target: str) -> bool:
         return True
     import socket   # already loaded by every HTTP client; ipaddress would cost a start-up its import
 
-    for family, loopback in ((socket.AF_INET, lambda a: a[0] == 127),            # 127.0.0.0/8
-                             (socket.AF_INET6, lambda a: a == bytes(15) + b"\x01")):   # ::1
+    for family, address, loopback in (
+            (socket.AF_INET, name, lambda a: a[0] == 127),                              # 127.0.0.0/8
+            (socket.AF_INET6, name.split("%", 1)[0], lambda a: a == bytes(15) + b"\x01")):   # ::1, ::1%lo
         try:
-            return loopback(socket.inet_pton(family, name))
-        except OSError:
+            return loopback(socket.inet_pton(family, address))
+        except (OSError, ValueError):   # ValueError: a NUL in the name
             continue
     return False   # another name, even one that starts with "127."
 

@@ -232,6 +232,8 @@ def _per_arch(fn: Callable[[ArchSource, registry.Registry], Any], sources: tuple
         thread.start()
     for source in sources[:1]:
         one(source, reg)
+        if isinstance(outcomes[source.arch], BaseException) and not isinstance(outcomes[source.arch], Exception):
+            raise outcomes[source.arch]     # Ctrl-C or SIGTERM: at once (the other reads are daemon threads)
     for thread in threads:
         thread.join()
     return {source.arch: outcomes[source.arch] for source in sources}
@@ -336,14 +338,14 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
     # of its own (a republish reads only its tags). The values decide only whether a tag must move; a move
     # reads them again under the lease.
     moves = tag_moves.read_previous(tag_moves.ordered([m for prep in prepared for m in _tag_moves(prep)]))
+    kind = plans[0].kind if plans else "nightly"
+    _refuse_moving_immutable(moves, kind)       # before anything is copied: a clash writes nothing anywhere
     for prep in prepared:
         for action in prep.result.actions:
             log(("would " if dry_run else "") + action)
         if not dry_run:
             tagged = frozenset(m.previous for m in moves if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
             _transfer(prep, stats[id(prep)], log, tagged)                   # 2, 3. no tag moves
-    kind = plans[0].kind if plans else "nightly"
-    _refuse_moving_immutable(moves, kind)
     phase = tag_moves.TagPhase()
     if dry_run:
         for move in moves:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from ghbuild.credentials import Sealed
 from ghbuild.options import DEFAULT_SCCACHE_HELPER_IMAGE
 
 BOOL_TRUE = ("true", "on", "1")
@@ -64,13 +64,18 @@ HELPER_BUILD_ARG = "GHBUILD_SCCACHE_IMAGE"
 _CRED_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
-class SccacheDecision(NamedTuple):
+class SccacheDecision(Sealed):
     """What the build gets: a mode, why, the settings (not secret themselves) and the credential lines."""
 
+    __slots__ = ("mode", "reason", "settings", "secret")
     mode: str
     reason: str
     settings: dict[str, str]
-    secret: str | None = None          # credential lines (env-file text); never logged
+    secret: str | None                 # credential lines (env-file text); never logged
+
+    def __init__(self, mode: str, reason: str, settings: dict[str, str], secret: str | None = None) -> None:
+        for name, value in zip(self.__slots__, (mode, reason, settings, secret)):
+            object.__setattr__(self, name, value)
 
     @property
     def degraded(self) -> bool:

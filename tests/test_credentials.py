@@ -152,3 +152,18 @@ def test_reading_a_login_written_by_docker_login_imports_no_docker_sdk(docker_ho
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                             env={**os.environ, **env})
     assert result.stdout.split() == ["ci", "False"], result.stderr
+
+
+@pytest.mark.parametrize("holder", [credentials.Credentials("ci", "s3cret"),
+                                    __import__("ghbuild.sccache").sccache.SccacheDecision(
+                                        "read-write", "credentials found", {"SCCACHE_BUCKET": "b"},
+                                        "AWS_SECRET_ACCESS_KEY=s3cret\n")])
+def test_a_value_holding_a_secret_cannot_be_printed_iterated_encoded_or_changed(holder):
+    assert "s3cret" not in repr(holder) and "s3cret" not in str(holder) and "s3cret" not in f"{[holder]}"
+    for leak in (lambda: json.dumps(holder), lambda: list(holder), lambda: tuple(holder)):
+        with pytest.raises(TypeError):
+            leak()
+    with pytest.raises(AttributeError):
+        holder.__setattr__(holder.__slots__[0], "other")
+    assert holder == type(holder)(*[getattr(holder, name) for name in holder.__slots__])
+

@@ -38,6 +38,7 @@ def test_retry_after_http_date_uses_the_injected_clock():
     "127.0.0.1", "127.0.0.1:5000", "127.1.2.3:80", "localhost", "localhost:5000", "LOCALHOST",
     "::1", "[::1]", "[::1]:5000",
     "http://127.0.0.1:5000", "http://localhost/v2/", "https://localhost:8443/api", "http://[::1]:8080/x",
+    "::1%lo", "[::1%lo]:5000", "http://[::1%25lo]:5000/v2/", "0:0:0:0:0:0:0:1", "127.255.255.254",
 ])
 def test_loopback(target):
     assert is_loopback(target)
@@ -46,6 +47,7 @@ def test_loopback(target):
 @pytest.mark.parametrize("target", [
     "registry-1.docker.io", "ghcr.io:443", "10.0.0.1:5000", "128.0.0.1", "localhost.example.com",
     "[2001:db8::1]:5000", "2001:db8::1", "https://hub.docker.com", "http://127.example.com/", "",
+    "127.1", "127.0.0.1.example.com", "fe80::1%eth0", "::ffff:127.0.0.1", "a\x00b",
 ])
 def test_not_loopback(target):
     assert not is_loopback(target)

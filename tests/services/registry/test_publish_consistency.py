@@ -175,11 +175,13 @@ def test_a_release_tag_is_never_moved_to_other_content(reg, registry_url):
     first = publish.run(opts, "release", ["app"], sha=sha("R1"), owner="acme", env={}, version="1.0.0",
                         github_release=False, records=stage(reg, host, sha("R1")), factory=factory(),
                         lease_options=FAST_LEASE)
+    clashing = stage(reg, host, sha("R9"))
     with pytest.raises(PublishError, match=r"release tags exist already with other content.*v1\.0\.0"):
         publish.run(opts, "release", ["app"], sha=sha("R9"), owner="acme", env={}, version="1.0.0",
-                    github_release=False, records=stage(reg, host, sha("R9")), factory=factory(),
-                    lease_options=FAST_LEASE)
+                    github_release=False, records=clashing, factory=factory(), lease_options=FAST_LEASE)
     assert tags_of(reg, "hub/app") == published(first)
+    # Refused before the copies: not even the clashing release's per-arch images reached the hub.
+    assert [reg.head_manifest("hub/app", r["digest"]) for r in clashing.values()] == [None] * len(clashing)
 
 
 # --------------------------------------------------------------------------- compare before restore
