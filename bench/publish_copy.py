@@ -484,16 +484,11 @@ class Bench:
     def install_like_the_action(self) -> None:
         """ghbuild as a job gets it: setup.py's light install into a RUNNER_TEMP of the bench's own."""
         sys.path.insert(0, str(ROOT / "bench"))
-        from setup_action import SETUP, job_env
+        from setup_action import install_like_the_action
 
         self.installed_in = Path(tempfile.mkdtemp(prefix="ghbuild-bench-runner-temp-"))
-        (self.installed_in / "rt").mkdir()
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, str(SETUP)], env=job_env(self.installed_in / "rt", ""),
-                              capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            raise BenchError(f"setup.py failed ({proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
-        self.ghbuild = str(self.installed_in / "rt" / "ghbuild" / "venv" / "bin" / "ghbuild")
+        self.ghbuild = str(install_like_the_action(self.installed_in).with_name("ghbuild"))
         log(f"installed ghbuild as the setup action does in {time.monotonic() - t0:.1f} s: {self.ghbuild}")
 
     def docker_env(self) -> dict[str, str]:

@@ -29,6 +29,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,6 +49,17 @@ def job_env(runner_temp: Path, extras: str, restored: str = "false") -> dict[str
                GITHUB_ACTION_PATH=str(SETUP.parent), HOME=str(runner_temp.parent / "home"),
                GITHUB_EVENT_NAME="push", GHBUILD_SETUP_CACHE="true", GHBUILD_SETUP_RESTORED=restored)
     return env
+
+
+def install_like_the_action(folder: Path, extras: str = "") -> Path:
+    """ghbuild as a job gets it: setup.py's install (`extras`: "" is the light one) into `folder`/rt, a
+    RUNNER_TEMP of the caller's own (`folder`/home is its HOME). Returns the environment's interpreter."""
+    (folder / "rt").mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(SETUP)], env=job_env(folder / "rt", extras), capture_output=True,
+                          text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"setup.py failed ({proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
+    return folder / "rt" / "ghbuild" / "venv" / "bin" / "python"
 
 
 def setup(python: str, runner_temp: Path, extras: str, restored: str = "false") -> tuple[float, str]:

@@ -15,7 +15,7 @@ Goal (issue 14): every command's first output within 0.1 s of the bare interpret
 With --before REF, the package as it was at git REF (extracted to a temporary folder and put first on
 PYTHONPATH) runs interleaved with the current one, so a change is measured before and after in one run.
 
-Usage: .venv/bin/python bench/startup.py [--runs 15] [--only plan,publish] [--before main] [--python PATH]
+Usage: .venv/bin/python bench/startup.py [--runs 15] [--only plan,publish] [--before main] [--python PATH | --installed]
 """
 
 from __future__ import annotations
@@ -127,9 +127,18 @@ def main() -> int:
                         help="the interpreter of the environment to time, e.g. <RUNNER_TEMP>/ghbuild/venv/bin/python "
                              "as the setup action installs it (default: this one, the development venv, whose "
                              "editable install adds its import hook to every start)")
+    parser.add_argument("--installed", action="store_true",
+                        help="first install ghbuild as the setup action does (the light install, into a folder of "
+                             "the bench's own) and time that environment")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(COMMANDS)
-    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as old:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as old, \
+            tempfile.TemporaryDirectory() as installed:
+        if args.installed:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from setup_action import install_like_the_action
+
+            args.python = str(install_like_the_action(Path(installed)))
         if args.before:
             _extract(args.before, old)
         Path(tmp, "ghbuild.toml").write_text(CONFIG)
