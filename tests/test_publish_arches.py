@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
 import pytest
 
-from ghbuild import publish
+from ghbuild import publish, registry
+from ghbuild.errors import PublishError
 
 SOURCES = (publish.ArchSource("amd64", "x86_64", "t-x86_64"), publish.ArchSource("arm64", "arm64", "t-arm64"))
 
@@ -55,3 +57,82 @@ def test_an_interrupt_is_raised_at_once_not_after_the_other_reads_and_never_as_a
     with pytest.raises(KeyboardInterrupt):
         publish._per_arch(read, SOURCES, Client("main"))
     assert time.monotonic() - start < 2
+
+
+# --------------------------------------------------------------------------- the checks in every thread
+
+SHA = "c" * 40
+SOURCE_URL = "https://github.com/acme/project"
+MT = "application/vnd.oci.image.manifest.v1+json"
+
+
+def _image(arch: str, labels: dict) -> tuple[bytes, bytes]:
+    config = json.dumps({"architecture": arch, "os": "linux", "config": {"Labels": labels}}).encode()
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": MT,
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                                      "digest": registry.sha256_digest(config), "size": len(config)},
+                           "layers": []}).encode()
+    return manifest, config
+
+
+class Staging:
+    """A staging registry in memory: find_manifest / read_blob / clone, as publish._prepare uses them."""
+
+    host = "staging.example"
+
+    def __init__(self, images: dict[str, tuple[bytes, bytes]]):
+        self.manifests = {registry.sha256_digest(m): m for m, _ in images.values()}
+        self.blobs = {registry.sha256_digest(c): c for _, c in images.values()}
+
+    def clone(self) -> "Staging":
+        return self
+
+    def find_manifest(self, repo: str, ref: str):
+        raw = self.manifests.get(ref)
+        return None if raw is None else registry.Manifest(raw, MT, ref)
+
+    def read_blob(self, repo: str, digest: str) -> bytes:
+        return self.blobs[digest]
+
+
+def _plan(images: dict[str, tuple[bytes, bytes]]) -> publish.PublishPlan:
+    sources = tuple(publish.ArchSource(s.arch, s.suffix, s.tag, registry.sha256_digest(images[s.arch][0]))
+                    for s in SOURCES)
+    return publish.PublishPlan("nightly", "app", SHA, "staging.example/acme/app", "hub.example/acme/app", sources,
+                               {"amd64": "nightly-x86_64", "arm64": "nightly-arm64"}, ("nightly",),
+                               source_url=SOURCE_URL)
+
+
+def _labels(revision: str = SHA, source: str = SOURCE_URL) -> dict:
+    return {publish.LABEL_REVISION: revision, publish.LABEL_SOURCE: source}
+
+
+@pytest.mark.parametrize("arm64_labels, refused", [
+    (_labels(), None),
+    (_labels(source=SOURCE_URL.upper() + "/"), None),                     # how GitHub spells it varies: accepted
+    (_labels(revision="d" * 40), "revision='" + "d" * 40),                # built from another commit
+    (_labels(revision=SHA.upper()), "revision='" + SHA.upper()),          # not the commit's own spelling
+    (_labels(source=SOURCE_URL + "-fork"), "project-fork"),               # a look-alike repository
+    (_labels(source="https://github.com/someone/project"), "someone/project"),   # a fork's own build
+    ({publish.LABEL_REVISION: SHA}, "source=None"),                       # no source label at all
+])
+def test_the_arch_read_in_a_thread_is_checked_like_the_first(arm64_labels, refused):
+    """The second architecture is read in a thread of its own: its labels must name this commit of this
+    repository just the same, or nothing is published."""
+    images = {"amd64": _image("amd64", _labels()), "arm64": _image("arm64", arm64_labels)}
+    staging = Staging(images)
+    plan = _plan(images)
+    if refused is None:
+        prepared = publish._prepare(plan, lambda host: staging, False, lambda m: None)
+        assert set(prepared.manifests) == {"amd64", "arm64"}
+    else:
+        with pytest.raises(PublishError, match="did not make") as caught:
+            publish._prepare(plan, lambda host: staging, False, lambda m: None)
+        arm64_digest = registry.sha256_digest(images["arm64"][0])
+        assert f"@{arm64_digest}:" in str(caught.value) and refused in str(caught.value)
+
+
+def test_an_arch_config_that_claims_another_arch_is_refused_in_its_thread():
+    images = {"amd64": _image("amd64", _labels()), "arm64": _image("amd64", _labels())}
+    with pytest.raises(PublishError, match="claims arm64 but its image config says linux/amd64"):
+        publish._prepare(_plan(images), lambda host: Staging(images), False, lambda m: None)
