@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ghbuild import naming
@@ -133,24 +134,21 @@ def release_plan(options: Options, image: str, sha: str, owner: str, version, pu
                        index_tags=(tag, "latest") if latest else (tag,), moving=frozenset({"latest"}))
 
 
-class PublishResult:
+class PublishResult(SimpleNamespace):
     """What publishing one image did (or would do), filled in as the run goes."""
 
     def __init__(self, image: str, dry_run: bool, *, tags: dict[str, str] | None = None,
                  index_digest: str | None = None, arch_digests: dict[str, str] | None = None,
                  moved: list[str] | None = None, unchanged: list[str] | None = None,
                  actions: list[str] | None = None, stats: dict[str, int] | None = None) -> None:
-        self.image, self.dry_run = image, dry_run
-        self.tags = tags if tags is not None else {}                      # full tag ref -> digest
-        self.index_digest = index_digest
-        self.arch_digests = arch_digests if arch_digests is not None else {}
-        self.moved = moved if moved is not None else []                   # tags created or re-pointed
-        self.unchanged = unchanged if unchanged is not None else []
-        self.actions = actions if actions is not None else []             # what was (or would be) done, in order
-        self.stats = stats if stats is not None else {}
-
-    def __repr__(self) -> str:
-        return f"PublishResult({self.__dict__!r})"
+        super().__init__(image=image, dry_run=dry_run,
+                         tags=tags if tags is not None else {},                      # full tag ref -> digest
+                         index_digest=index_digest,
+                         arch_digests=arch_digests if arch_digests is not None else {},
+                         moved=moved if moved is not None else [],                   # created or re-pointed
+                         unchanged=unchanged if unchanged is not None else [],
+                         actions=actions if actions is not None else [],             # done (or to do), in order
+                         stats=stats if stats is not None else {})
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -230,10 +228,11 @@ def _per_arch(fn: Callable[[ArchSource, registry.Registry], Any], sources: tuple
                for source in sources[1:]]
     for thread in threads:
         thread.start()
-    for source in sources[:1]:
-        one(source, reg)
-        if isinstance(outcomes[source.arch], BaseException) and not isinstance(outcomes[source.arch], Exception):
-            raise outcomes[source.arch]     # Ctrl-C or SIGTERM: at once (the other reads are daemon threads)
+    if sources:
+        one(sources[0], reg)
+        first = outcomes[sources[0].arch]
+        if isinstance(first, BaseException) and not isinstance(first, Exception):
+            raise first                     # Ctrl-C or SIGTERM: at once (the other reads are daemon threads)
     for thread in threads:
         thread.join()
     return {source.arch: outcomes[source.arch] for source in sources}
@@ -261,7 +260,7 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     for outcome in outcomes.values():
         if isinstance(outcome, BaseException):
             raise outcome
-    verified = {arch: outcome for arch, outcome in outcomes.items()}
+    verified = outcomes
     manifests = {arch: manifest for arch, (manifest, _) in verified.items()}
     children = []
     for source in plan.sources:
@@ -344,7 +343,8 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
         for action in prep.result.actions:
             log(("would " if dry_run else "") + action)
         if not dry_run:
-            tagged = frozenset(m.previous for m in moves if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
+            tagged = frozenset(m.previous for m in moves
+                               if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
             _transfer(prep, stats[id(prep)], log, tagged)                   # 2, 3. no tag moves
     phase = tag_moves.TagPhase()
     if dry_run:
@@ -579,18 +579,15 @@ def refuse_pull_requests(env: Mapping[str, str]) -> None:
                          "workflow_dispatch runs)")
 
 
-class PublishRun:
+class PublishRun(SimpleNamespace):
     """What one `ghbuild publish nightly|release` did, for every image."""
 
     def __init__(self, kind: str, sha: str, results: list[PublishResult], version: Any = None,
                  latest: bool = False, github_release: str | None = None) -> None:
-        self.kind, self.sha, self.results = kind, sha, results
-        self.version = version                    # packaging Version, release only
-        self.latest = latest
-        self.github_release = github_release      # its URL; None: skipped or dry run
-
-    def __repr__(self) -> str:
-        return f"PublishRun({self.__dict__!r})"
+        super().__init__(kind=kind, sha=sha, results=results,
+                         version=version,                   # packaging Version, release only
+                         latest=latest,
+                         github_release=github_release)     # its URL; None: skipped or dry run
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind, "sha": self.sha, "images": [r.to_dict() for r in self.results]}

@@ -16,6 +16,7 @@ with its digests; a registry cannot delete a tag, so a tag that did not exist be
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import NamedTuple
 
 from ghbuild import registry
@@ -55,15 +56,15 @@ class TagMove(NamedTuple):
         return f"tag {self.ref} -> {self.digest}" + (f" (was {self.previous})" if self.previous else " (new)")
 
 
-class TagPhase:
+class TagPhase(SimpleNamespace):
     """What the phase did: `moved` (written), `restored` / `unrestored` after a failure (messages)."""
 
     def __init__(self, *, moved: list[TagMove] | None = None, restored: list[str] | None = None,
                  unrestored: list[str] | None = None, superseded: list[TagMove] | None = None) -> None:
-        self.moved = moved if moved is not None else []
-        self.restored = restored if restored is not None else []
-        self.unrestored = unrestored if unrestored is not None else []
-        self.superseded = superseded if superseded is not None else []   # moving tags a newer commit holds
+        super().__init__(moved=moved if moved is not None else [],
+                         restored=restored if restored is not None else [],
+                         unrestored=unrestored if unrestored is not None else [],
+                         superseded=superseded if superseded is not None else [])   # a newer commit holds these
 
     def report(self) -> str:
         parts = [f"restored {', '.join(self.restored)}" if self.restored else "restored nothing"]

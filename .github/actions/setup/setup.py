@@ -293,12 +293,29 @@ def _hash(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _hash_copy(src: Path, dst: Path) -> str:
-    digest = hashlib.sha256()
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        while chunk := fin.read(1 << 20):
-            digest.update(chunk)
-            fout.write(chunk)
+def _copy_hashed(src: Path, dst: Path, mode: int) -> str:
+    """src (never through a symlink or from a FIFO: ValueError) to a new dst with `mode` and src's times; the
+    sha256 of the bytes copied. File descriptors throughout: a handful of system calls per file."""
+    # O_NOFOLLOW: a symlink planted in the stage fails (ELOOP); O_NONBLOCK: so does a FIFO, instead of hanging.
+    fd_in = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd_in)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{src} is not a regular file")
+        fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            digest = hashlib.sha256()
+            while chunk := os.read(fd_in, 1 << 20):
+                digest.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd_out, view):]
+            os.fchmod(fd_out, mode)
+            os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))   # keeps the .pyc files valid
+        finally:
+            os.close(fd_out)
+    finally:
+        os.close(fd_in)
     return digest.hexdigest()
 
 
@@ -320,10 +337,8 @@ def write_stage(env_dir: Path, key: str) -> Path:
                 (tmp / "venv" / rel).symlink_to(links[rel])
                 dirnames[:] = [d for d in dirnames if d != name]
             elif name in filenames:
-                st = src.stat()
-                files[rel] = [_hash_copy(src, tmp / "venv" / rel), st.st_mode & 0o777]
-                os.chmod(tmp / "venv" / rel, st.st_mode & 0o777)
-                os.utime(tmp / "venv" / rel, ns=(st.st_atime_ns, st.st_mtime_ns))  # keeps the .pyc files valid
+                mode = src.stat().st_mode & 0o777
+                files[rel] = [_copy_hashed(src, tmp / "venv" / rel, mode), mode]
     (tmp / MANIFEST).write_text(json.dumps({"venv": str(env_dir), "files": files, "links": links}), "utf-8")
     _discard(stage)             # a leftover of another job is never what this job saves
     try:
@@ -356,30 +371,9 @@ def _can_hard_link(stage_venv: Path, env_dir: Path) -> bool:
 
 
 def _checked_copy(src: Path, dst: Path, sha: str, mode: int, rel: str) -> None:
-    """src (never through a symlink) to a new dst with `mode` and src's times, its bytes hashed on the way:
-    ValueError when they are not `sha`. File descriptors throughout: a handful of system calls per file."""
-    # O_NOFOLLOW: a symlink planted in the stage fails (ELOOP); O_NONBLOCK: so does a FIFO, instead of hanging.
-    fd_in = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd_in)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(rel)
-        fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            digest = hashlib.sha256()
-            while chunk := os.read(fd_in, 1 << 20):
-                digest.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd_out, view):]
-            if digest.hexdigest() != sha:
-                raise ValueError(rel)
-            os.fchmod(fd_out, mode)
-            os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))   # keeps the .pyc files valid
-        finally:
-            os.close(fd_out)
-    finally:
-        os.close(fd_in)
+    """A copy whose bytes must be `sha` (ValueError: they are not)."""
+    if _copy_hashed(src, dst, mode) != sha:
+        raise ValueError(rel)
 
 
 def _restore_file(stage_venv: Path, env_dir: Path, rel: str, entry: list, link: bool) -> None:
