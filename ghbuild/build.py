@@ -277,7 +277,7 @@ def _client(env: Mapping[str, str], request: BuildRequest,
             probe: docker_client.ClientProbe | None = None) -> docker_client.DockerClient:
     """The docker client; a dry run prints the command even where no engine answers."""
     try:
-        return (probe or docker_client.ClientProbe(env)).client(request.backend)
+        return (probe or docker_client.ClientProbe(env, engine=not request.dry_run)).client(request.backend)
     except EngineError:
         if not request.dry_run:
             raise

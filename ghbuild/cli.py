@@ -261,7 +261,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--arch", required=True, choices=("amd64", "arm64"), help="architecture to build")
     p.add_argument("--push", action="store_true", help="push the staging tags (only when the plan allows it)")
     p.add_argument("--json", action="store_true", help="print the build report as JSON on stdout")
-    p.add_argument("--dry-run", action="store_true", help="print the exact command and build args; run nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the exact command and build args; run nothing "
+                   "(no engine is asked: the client is chosen by its version and the buildx plugin on disk)")
     p.add_argument("--target", help="build this stage instead of the configured target")
     p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE build arg (overrides images.<name>.base-image)")
     p.add_argument("--require-digest-base", action="store_true",
@@ -591,8 +592,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from ghbuild import docker_client
 
     # The docker clients are asked first: they answer (tens of milliseconds each) while the config is read
-    # and the job planned.
-    with docker_client.ClientProbe(os.environ) as probe:
+    # and the job planned. A dry run asks them only their version: it contacts no engine.
+    with docker_client.ClientProbe(os.environ, engine=not args.dry_run) as probe:
         from ghbuild import build, records
 
         options, plan = _load(args, [args.image], [args.arch])

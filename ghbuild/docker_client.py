@@ -11,6 +11,7 @@ older than 23.0 still drives the engine's built-in BuildKit with DOCKER_BUILDKIT
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -48,12 +49,50 @@ def _major(version: str) -> int:
 # One `docker version` for both sides: the server line stays empty when the engine does not answer.
 _VERSION_FORMAT = '{{.Client.Version}}{{"\\n"}}{{if .Server}}{{.Server.Version}}{{end}}'
 
+# Where the docker CLI looks for a plugin (docker/cli, cli-plugins/manager): the config file's
+# cliPluginsExtraDirs, the config folder's cli-plugins, then these system folders (Linux).
+SYSTEM_PLUGIN_DIRS = ("/usr/local/lib/docker/cli-plugins", "/usr/local/libexec/docker/cli-plugins",
+                      "/usr/lib/docker/cli-plugins", "/usr/libexec/docker/cli-plugins")
 
-def _start_probe(path: str, env: Mapping[str, str]) -> list[subprocess.Popen]:
-    """The two questions to one client, asked at the same time: each client run costs tens of milliseconds."""
+
+def plugin_dirs(env: Mapping[str, str]) -> list[str]:
+    """The folders the docker CLI searches for `docker-<name>` plugins, in its order, for this environment."""
+    config = docker_config_file(env)
+    extra: list[str] = []
+    try:
+        with open(config, "rb") as fh:
+            found = json.load(fh).get("cliPluginsExtraDirs")
+        if isinstance(found, list):
+            extra = [str(d) for d in found if isinstance(d, str) and d]
+    except (OSError, ValueError, AttributeError):
+        pass            # the CLI reads no extra folders from a missing or broken config either
+    return [*extra, os.path.join(os.path.dirname(config), "cli-plugins"), *SYSTEM_PLUGIN_DIRS]
+
+
+def buildx_plugin(env: Mapping[str, str]) -> str | None:
+    """The buildx plugin the docker CLI would run, found on disk without running anything (first match, as the
+    CLI takes it): an executable regular file or symlink to one named docker-buildx."""
+    for folder in plugin_dirs(env):
+        path = os.path.join(folder, "docker-buildx")
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _banner_version(text: str) -> str:
+    """The client version from `docker --version` ("Docker version 28.2.2, build e6534b4")."""
+    match = re.search(r"version\s+([^\s,]+)", text)
+    return match.group(1) if match else ""
+
+
+def _start_probe(path: str, env: Mapping[str, str], engine: bool = True) -> list[subprocess.Popen]:
+    """The questions to one client, asked at the same time: each client run costs tens of milliseconds.
+    Without `engine` (a dry run), only the client's own version: no engine is asked, no plugin run."""
     env = dict(env)
+    questions = ([path, "version", "--format", _VERSION_FORMAT], [path, "buildx", "version"]) if engine \
+        else ([path, "--version"],)
     return [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for argv in ([path, "version", "--format", _VERSION_FORMAT], [path, "buildx", "version"])]
+            for argv in questions]
 
 
 def _finish_probe(started: list[subprocess.Popen], timeout: float = 30,
@@ -66,14 +105,29 @@ def _finish_probe(started: list[subprocess.Popen], timeout: float = 30,
     return client.strip(), answer, started[1].returncode == 0
 
 
+def _finish_offline_probe(started: list[subprocess.Popen], env: Mapping[str, str], timeout: float = 30,
+                          ) -> tuple[str, subprocess.CompletedProcess, bool]:
+    """The same for a dry run: the version from `docker --version`, buildx from the plugin folders."""
+    out, err = started[0].communicate(timeout=timeout)
+    version = _banner_version(out) if started[0].returncode == 0 else ""
+    answer = subprocess.CompletedProcess(started[0].args, 0 if version else 1, "(not asked)" if version else "",
+                                         err or f"`--version` printed no version: {out.strip()[:80]!r}")
+    return version, answer, buildx_plugin(env) is not None
+
+
 class ClientProbe:
     """The questions to every candidate client, asked at once when the probe starts (each client run costs tens
     of milliseconds, so a command starts the probe first and does its own work while the clients answer);
     `client()` reads the answers in order of preference. Always `close()` it (or use it as a context
-    manager): the processes of candidates not needed are stopped there."""
+    manager): the processes of candidates not needed are stopped there.
 
-    def __init__(self, env: Mapping[str, str] | None = None):
+    `engine=False` (a dry run, which runs nothing): no engine is asked and no plugin run; each client tells its
+    version (`docker --version`) and buildx is the plugin the CLI would find on disk, so the choice is the first
+    client that could build, whether or not its engine answers now."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, engine: bool = True):
         self.env = os.environ if env is None else env
+        self.engine = engine
         self.candidates: list[str] = []
         for candidate in (self.env.get("GHBUILD_DOCKER_CLI"), shutil.which("docker", path=self.env.get("PATH")),
                           "/usr/bin/docker"):
@@ -82,7 +136,7 @@ class ClientProbe:
         self.probes: dict[str, list[subprocess.Popen] | OSError] = {}
         for path in self.candidates:
             try:
-                self.probes[path] = _start_probe(path, self.env)
+                self.probes[path] = _start_probe(path, self.env, engine)
             except OSError as exc:
                 self.probes[path] = exc
 
@@ -96,13 +150,14 @@ class ClientProbe:
                 try:
                     if isinstance(started, OSError):
                         raise started
-                    version, server, has_buildx = _finish_probe(started)
+                    version, server, has_buildx = (_finish_probe(started) if self.engine else
+                                                   _finish_offline_probe(started, self.env))
                 except (OSError, subprocess.TimeoutExpired) as exc:
                     reasons.append(f"{path}: {exc}")
                     continue
                 if server.returncode != 0 or not server.stdout.strip():
                     last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
-                    reasons.append(f"{path}: engine not reachable ({last})")
+                    reasons.append(f"{path}: engine not reachable ({last})" if self.engine else f"{path}: {last}")
                     continue
                 client = DockerClient(path=path, version=version, buildx=has_buildx)
                 if backend == "buildx" and not has_buildx:

@@ -11,14 +11,16 @@ from ghbuild.errors import EngineError
 
 
 def fake_docker(folder: Path, name: str, client: str, server: str | None, buildx: bool) -> str:
-    """A docker CLI answering `version --format` (client line, then the server's or nothing, exit 1 without an
-    engine, as the real CLI does) and `buildx version`."""
+    """A docker CLI answering `--version`, `version --format` (client line, then the server's or nothing, exit 1
+    without an engine, as the real CLI does) and `buildx version`; every call is appended to <folder>/asked."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     server_part = (f'printf "%s\\n%s\\n" "{client}" "{server}"' if server else
                    f'printf "%s\\n\\n" "{client}"; echo "Cannot connect to the Docker daemon at unix:///x.sock" >&2; exit 1')
     path.write_text(f"""#!/bin/sh
+echo "$*" >> "{folder}/asked"
 case "$1" in
+  --version) echo "Docker version {client}, build 0123abc" ;;
   version) case "$3" in *Client.Version*Server*) {server_part} ;; *) echo "unexpected format $3" >&2; exit 2 ;; esac ;;
   buildx) {'echo "github.com/docker/buildx v0.19.0"' if buildx else 'echo "docker: buildx is not a docker command" >&2; exit 1'} ;;
   *) exit 3 ;;
@@ -58,6 +60,71 @@ def test_an_unreachable_engine_is_named_with_the_clients_own_words(tmp_path):
     assert message.startswith("no usable docker client: ") and "\n" not in message
     assert f"{path}: engine not reachable (Cannot connect to the Docker daemon at unix:///x.sock)" in message
 
+
+
+def plugin(folder: Path, executable: bool = True) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "docker-buildx"
+    path.write_text("#!/bin/sh\necho buildx\n")
+    path.chmod(0o755 if executable else 0o644)
+    return path
+
+
+def test_a_dry_run_asks_no_engine_and_finds_buildx_where_the_cli_would(tmp_path):
+    """engine=False: each client is asked only `--version`; buildx is the plugin in the config folder's
+    cli-plugins (DOCKER_CONFIG), as the CLI finds it, and the engine's state does not matter."""
+    path = fake_docker(tmp_path / "a", "docker", "28.2.2", None, buildx=False)   # no engine, no `buildx` answer
+    env = env_with(path, tmp_path, DOCKER_CONFIG=str(tmp_path / "conf"), DOCKER_HOST=f"unix://{tmp_path}/none.sock")
+    with pytest.raises(EngineError, match="engine not reachable"):
+        docker_client.find_client(env)
+    (tmp_path / "a" / "asked").unlink()
+    plugin(tmp_path / "conf" / "cli-plugins")
+    with docker_client.ClientProbe(env, engine=False) as probe:
+        client = probe.client()
+    assert client == docker_client.DockerClient(path=path, version="28.2.2", buildx=True)
+    assert (tmp_path / "a" / "asked").read_text().splitlines() == ["--version"]
+
+
+def test_a_dry_run_without_a_buildx_plugin_passes_a_new_client_over(tmp_path):
+    new = fake_docker(tmp_path / "a", "docker", "28.2.2", "28.2.2", buildx=True)   # answers `buildx`: not asked
+    old = fake_docker(tmp_path / "b", "docker", "20.10.24+dfsg1", "20.10.24+dfsg1", buildx=False)
+    env = {**env_with(new, tmp_path, DOCKER_CONFIG=str(tmp_path / "conf")), "PATH": str(tmp_path / "b")}
+    plugin(tmp_path / "conf" / "cli-plugins", executable=False)      # the CLI runs no plugin it cannot execute
+    client = docker_client.ClientProbe(env, engine=False).client()
+    assert (client.path, client.version, client.backend) == (old, "20.10.24+dfsg1", "engine")
+    with pytest.raises(EngineError, match=rf"no usable docker client: {new}: no buildx plugin; {old}: no buildx"):
+        docker_client.ClientProbe(env, engine=False).client("buildx")
+
+
+def test_the_plugin_folders_are_the_clis_own_in_its_order(tmp_path):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "config.json").write_text('{"cliPluginsExtraDirs": ["/opt/extra", 7, ""]}')
+    env = {"DOCKER_CONFIG": str(conf), "HOME": str(tmp_path)}
+    assert docker_client.plugin_dirs(env) == ["/opt/extra", str(conf / "cli-plugins"),
+                                              *docker_client.SYSTEM_PLUGIN_DIRS]
+    (conf / "config.json").write_text("{not json")
+    assert docker_client.plugin_dirs({"HOME": str(tmp_path)})[0] == str(tmp_path / ".docker" / "cli-plugins")
+    assert docker_client.plugin_dirs(env)[0] == str(conf / "cli-plugins")
+    extra = tmp_path / "extra"
+    found = plugin(extra)
+    (conf / "config.json").write_text(f'{{"cliPluginsExtraDirs": ["{extra}"]}}')
+    plugin(conf / "cli-plugins")
+    assert docker_client.buildx_plugin(env) == str(found)        # the first folder wins, as in the CLI
+
+
+def test_a_client_whose_version_banner_is_unreadable_is_passed_over_in_a_dry_run(tmp_path):
+    odd = tmp_path / "odd" / "docker"
+    odd.parent.mkdir()
+    odd.write_text("#!/bin/sh\necho 'hello'\n")
+    odd.chmod(0o755)
+    probe = docker_client.ClientProbe(env_with(str(odd), tmp_path), engine=False)
+    try:
+        chosen = probe.client()
+    except EngineError as exc:
+        assert f"{odd}: `--version` printed no version: 'hello'" in str(exc)
+    else:      # the machine's own /usr/bin/docker, the last fallback, where installed
+        assert chosen.path == "/usr/bin/docker" and chosen.version
 
 
 def test_build_asks_the_clients_first_and_leaves_none_running_after_a_config_error(tmp_path):
