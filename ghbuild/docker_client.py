@@ -60,6 +60,8 @@ def plugin_dirs(env: Mapping[str, str]) -> list[str]:
     config = docker_config_file(env)
     extra: list[str] = []
     try:
+        if not os.path.isfile(config):      # a FIFO planted there would hang the read
+            raise FileNotFoundError(config)
         with open(config, "rb") as fh:
             found = json.load(fh).get("cliPluginsExtraDirs")
         if isinstance(found, list):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,10 @@ def test_the_plugin_folders_are_the_clis_own_in_its_order(tmp_path):
     (conf / "config.json").write_text("{not json")
     assert docker_client.plugin_dirs({"HOME": str(tmp_path)})[0] == str(tmp_path / ".docker" / "cli-plugins")
     assert docker_client.plugin_dirs(env)[0] == str(conf / "cli-plugins")
+    (conf / "config.json").unlink()
+    os.mkfifo(conf / "config.json")      # read by nobody: a FIFO would hang the run
+    assert docker_client.plugin_dirs(env)[0] == str(conf / "cli-plugins")
+    (conf / "config.json").unlink()
     extra = tmp_path / "extra"
     found = plugin(extra)
     (conf / "config.json").write_text(f'{{"cliPluginsExtraDirs": ["{extra}"]}}')
