@@ -86,6 +86,21 @@ def docker_config_file(env: Mapping[str, str]) -> str:
     return os.path.join(folder, "config.json")
 
 
+def read_docker_config(path: str) -> dict | None:
+    """The Docker client config at `path` as a JSON object; None when it is missing, not a regular file (a FIFO
+    planted there would hang the read), not JSON or not an object."""
+    import json
+
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            config = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
 def _auths_key_host(key: str) -> str:
     """An `auths` key as the Docker SDK compares it: scheme and path dropped, Docker Hub's index as docker.io."""
     name = key.replace("http://", "").replace("https://", "").split("/", 1)[0]
@@ -98,14 +113,8 @@ def _plain_auths(path: str, host: str) -> tuple[bool, Credentials | None]:
     user:password; an identity token is no password). Not decided when a helper could apply or the entry has
     another shape: the SDK then reads it (and runs the helper). Why not always the SDK: importing it costs
     more start-up than a publish that finds everything in place spends on its requests."""
-    import json
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            config = json.load(fh)
-    except (OSError, ValueError):
-        return False, None
-    if not isinstance(config, dict) or config.get("credsStore") or config.get("credHelpers"):
+    config = read_docker_config(path)
+    if config is None or config.get("credsStore") or config.get("credHelpers"):
         return False, None
     auths = config.get("auths") or {}
     if not isinstance(auths, dict):

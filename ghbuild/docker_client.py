@@ -11,7 +11,6 @@ older than 23.0 still drives the engine's built-in BuildKit with DOCKER_BUILDKIT
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -22,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ghbuild.credentials import docker_config_file
+from ghbuild.credentials import docker_config_file, read_docker_config
 from ghbuild.errors import EngineError, require
 
 
@@ -58,16 +57,8 @@ SYSTEM_PLUGIN_DIRS = ("/usr/local/lib/docker/cli-plugins", "/usr/local/libexec/d
 def plugin_dirs(env: Mapping[str, str]) -> list[str]:
     """The folders the docker CLI searches for `docker-<name>` plugins, in its order, for this environment."""
     config = docker_config_file(env)
-    extra: list[str] = []
-    try:
-        if not os.path.isfile(config):      # a FIFO planted there would hang the read
-            raise FileNotFoundError(config)
-        with open(config, "rb") as fh:
-            found = json.load(fh).get("cliPluginsExtraDirs")
-        if isinstance(found, list):
-            extra = [str(d) for d in found if isinstance(d, str) and d]
-    except (OSError, ValueError, AttributeError):
-        pass            # the CLI reads no extra folders from a missing or broken config either
+    found = (read_docker_config(config) or {}).get("cliPluginsExtraDirs")   # the CLI too reads none from a broken one
+    extra = [d for d in found if isinstance(d, str) and d] if isinstance(found, list) else []
     return [*extra, os.path.join(os.path.dirname(config), "cli-plugins"), *SYSTEM_PLUGIN_DIRS]
 
 
@@ -97,24 +88,25 @@ def _start_probe(path: str, env: Mapping[str, str], engine: bool = True) -> list
             for argv in questions]
 
 
-def _finish_probe(started: list[subprocess.Popen], timeout: float = 30,
-                  ) -> tuple[str, subprocess.CompletedProcess, bool]:
-    """(client version, the engine's answer as a process result, has buildx)."""
+def _finish_probe(started: list[subprocess.Popen], timeout: float = 30) -> tuple[str, str | None, bool]:
+    """(client version, why its engine cannot be used or None, has buildx)."""
     out, err = started[0].communicate(timeout=timeout)
     started[1].communicate(timeout=timeout)
     client, _, server = out.partition("\n")
-    answer = subprocess.CompletedProcess(started[0].args, started[0].returncode, server.strip(), err)
-    return client.strip(), answer, started[1].returncode == 0
+    unreachable = None
+    if started[0].returncode != 0 or not server.strip():
+        unreachable = f"engine not reachable ({(err.strip().splitlines() or ['no answer'])[-1]})"
+    return client.strip(), unreachable, started[1].returncode == 0
 
 
-def _finish_offline_probe(started: list[subprocess.Popen], env: Mapping[str, str], timeout: float = 30,
-                          ) -> tuple[str, subprocess.CompletedProcess, bool]:
-    """The same for a dry run: the version from `docker --version`, buildx from the plugin folders."""
+def _finish_offline_probe(started: list[subprocess.Popen], has_buildx: bool, timeout: float = 30,
+                          ) -> tuple[str, str | None, bool]:
+    """The same for a dry run: the version from `docker --version`; buildx as found in the plugin folders."""
     out, err = started[0].communicate(timeout=timeout)
     version = _banner_version(out) if started[0].returncode == 0 else ""
-    answer = subprocess.CompletedProcess(started[0].args, 0 if version else 1, "(not asked)" if version else "",
-                                         err or f"`--version` printed no version: {out.strip()[:80]!r}")
-    return version, answer, buildx_plugin(env) is not None
+    unreadable = None if version else (err.strip().splitlines()
+                                       or [f"`--version` printed no version: {out.strip()[:80]!r}"])[-1]
+    return version, unreadable, has_buildx
 
 
 class ClientProbe:
@@ -147,19 +139,19 @@ class ClientProbe:
         if not self.candidates:
             raise EngineError("no docker client found (install Docker, or set GHBUILD_DOCKER_CLI)")
         reasons = []
+        has_plugin = not self.engine and buildx_plugin(self.env) is not None    # the same folders for every client
         try:
             for path, started in self.probes.items():
                 try:
                     if isinstance(started, OSError):
                         raise started
-                    version, server, has_buildx = (_finish_probe(started) if self.engine else
-                                                   _finish_offline_probe(started, self.env))
+                    version, unusable, has_buildx = (_finish_probe(started) if self.engine else
+                                                     _finish_offline_probe(started, has_plugin))
                 except (OSError, subprocess.TimeoutExpired) as exc:
                     reasons.append(f"{path}: {exc}")
                     continue
-                if server.returncode != 0 or not server.stdout.strip():
-                    last = (server.stderr.strip().splitlines() or ["no answer"])[-1]
-                    reasons.append(f"{path}: engine not reachable ({last})" if self.engine else f"{path}: {last}")
+                if unusable:
+                    reasons.append(f"{path}: {unusable}")
                     continue
                 client = DockerClient(path=path, version=version, buildx=has_buildx)
                 if backend == "buildx" and not has_buildx:

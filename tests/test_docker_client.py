@@ -66,7 +66,7 @@ def test_an_unreachable_engine_is_named_with_the_clients_own_words(tmp_path):
 def plugin(folder: Path, executable: bool = True) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "docker-buildx"
-    path.write_text("#!/bin/sh\necho buildx\n")
+    path.write_text(f"#!/bin/sh\necho \"$*\" >> {folder}/plugin-ran\necho buildx\n")   # run by no dry run
     path.chmod(0o755 if executable else 0o644)
     return path
 
@@ -84,6 +84,7 @@ def test_a_dry_run_asks_no_engine_and_finds_buildx_where_the_cli_would(tmp_path)
         client = probe.client()
     assert client == docker_client.DockerClient(path=path, version="28.2.2", buildx=True)
     assert (tmp_path / "a" / "asked").read_text().splitlines() == ["--version"]
+    assert not (tmp_path / "conf" / "cli-plugins" / "plugin-ran").exists()
 
 
 def test_a_dry_run_without_a_buildx_plugin_passes_a_new_client_over(tmp_path):
