@@ -11,6 +11,12 @@ What the harness does, and why:
   reusable workflow to `./path` (act reads it from the tree), an action to `ghbuild/ghbuild/path@<sha>`
   served from the tree by `--local-repository ghbuild/ghbuild@<sha>=<tree>` (downloaded outside the
   workspace, as on GitHub). The rewrites are counted, so a workflow that drops `$/` is noticed.
+- act 0.2.89 evaluates a job's `runs-on` in place, on the one job definition all its matrix entries share:
+  two entries that start together race, and now and then one of them reads the other's half-written
+  result ("Error while evaluating runs-on: ... cannot unmarshal !!seq into string") and is skipped as an
+  "unsupported platform". In the throwaway tree only, every matrix is therefore run one entry at a time
+  (`max-parallel: 1`, counted like the `$/` rewrites); GitHub runs them side by side as written. A run
+  whose log still shows one of act's evaluation errors fails with that line (ActRun.act_errors).
 - Third-party actions that the run reaches (its workflow, the workflows and actions it calls), pinned by
   SHA, are mapped to the stand-ins in standins/ with --local-repository (a pinned action without a
   stand-in is an error, not a skipped step; a workflow act never loads, e.g. ghbuild's own release, needs none). actions/checkout is act's own:
@@ -64,6 +70,10 @@ PLATFORMS = ("ubuntu-24.04", "ubuntu-24.04-arm", "self-hosted")
 USES_RE = re.compile(r"^(\s*-?\s*uses:\s*)(\S+)(.*)$", re.MULTILINE)
 PINNED_RE = re.compile(r"^([\w.-]+/[\w.-]+)(/[^@]*)?@([0-9a-f]{40})$")
 JOB_LINE_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+🏁\s+Job (?P<result>succeeded|failed)", re.MULTILINE)
+STRATEGY_RE = re.compile(r"^( *)strategy:\s*(#.*)?$")
+MAX_PARALLEL_RE = re.compile(r"^\s*max-parallel:")
+# What act logs when it could not evaluate part of a job (the job is then skipped or half-configured).
+ACT_EVAL_ERROR_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+(?P<error>Error while evaluating .*)$", re.MULTILINE)
 OUTPUT_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+⚙\s+::set-output::\s+(?P<name>[\w-]+)=(?P<value>.*)$", re.MULTILINE)
 
 
@@ -127,6 +137,7 @@ def ghbuild_checkout(scratch: Path, message: str) -> tuple[Path, str, dict[str, 
     tree = scratch / "repo"
     sha = make_tree(tree, message)
     rewrites = rewrite_self_references(tree, sha)
+    rewrites.update({f"{name}#max-parallel": count for name, count in serialize_matrices(tree).items()})
     return tree, sha, rewrites, build_wheelhouse(scratch / "wheelhouse")
 
 
@@ -173,6 +184,36 @@ def make_repository(dest: Path, files: dict[str, str], origin: str, message: str
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         (dest / name).write_text(text, "utf-8")
     return _commit(dest, origin, message)
+
+
+def serialize_matrices(tree: Path) -> dict[str, int]:
+    """`max-parallel: 1` in every `strategy:` of the tree's workflows that sets none (act's runs-on race,
+    see the module docstring). Returns counts per file."""
+    counts: dict[str, int] = {}
+    for path in sorted((tree / ".github" / "workflows").glob("*.y*ml")):
+        lines = path.read_text("utf-8").splitlines(keepends=True)
+        out, n = [], 0
+        for i, line in enumerate(lines):
+            out.append(line)
+            m = STRATEGY_RE.match(line)
+            if not m:
+                continue
+            indent = len(m.group(1))
+            body = []
+            for following in lines[i + 1:]:
+                if following.strip() and len(following) - len(following.lstrip(" ")) <= indent:
+                    break
+                body.append(following)
+            child = next((b for b in body if b.strip()), None)
+            if child is None or any(MAX_PARALLEL_RE.match(b) for b in body):
+                continue
+            child_indent = len(child) - len(child.lstrip(" "))
+            out.append(" " * child_indent + "max-parallel: 1    # act only: its runs-on race (tests/act/harness.py)\n")
+            n += 1
+        if n:
+            path.write_text("".join(out), "utf-8")
+            counts[str(path.relative_to(tree))] = n
+    return counts
 
 
 def rewrite_self_references(tree: Path, sha: str) -> dict[str, int]:
@@ -361,6 +402,11 @@ class ActRun:
     stamps: list[tuple[float, str]] = field(default_factory=list)
 
     @property
+    def act_errors(self) -> list[str]:
+        """act's own evaluation errors ('images/build images/cpu-arm64: Error while evaluating runs-on: ...')."""
+        return [f"{_job_name(m.group('job'))}: {m.group('error').strip()}" for m in ACT_EVAL_ERROR_RE.finditer(self.log)]
+
+    @property
     def jobs(self) -> dict[str, str]:
         """Job -> succeeded/failed; names as act prints them ('images/build images/cpu-amd64'), without
         act's padding and its matrix counter ('-1')."""
@@ -459,6 +505,18 @@ class Act:
                      log_path, record_dir, artifacts, list(stamps))
         self.runs.append(run)
         return run
+
+
+def assert_green(run: ActRun, jobs_expected: set[str] | tuple[str, ...] = ()) -> None:
+    """act exited 0, evaluated everything, every job it ran succeeded, and a job ending in each of
+    `jobs_expected` ran (act skips a job it cannot place instead of failing it)."""
+    assert run.rc == 0, f"act {run.name} exited {run.rc}:\n{run.failure_context()}"
+    assert not run.act_errors, f"act {run.name}: act could not evaluate the workflow: {run.act_errors}"
+    jobs = run.jobs
+    failed = {job for job, result in jobs.items() if result != "succeeded"}
+    assert not failed, f"{run.name}: failed jobs {failed}:\n{run.failure_context()}"
+    for suffix in jobs_expected:
+        assert any(job.endswith(suffix) for job in jobs), f"{run.name}: no job {suffix!r} ran: {sorted(jobs)}"
 
 
 def _copy_lines(stream, log, stamps: list[tuple[float, str]], start: float) -> None:
