@@ -125,10 +125,12 @@ def make_tree(dest: Path, message: str) -> str:
     return _commit(dest, SELF_REPOSITORY, message)
 
 
-def ghbuild_checkout(scratch: Path, message: str) -> tuple[Path, str, dict[str, int], Path]:
+def ghbuild_checkout(scratch: Path, message: str, *, one_matrix_entry_at_a_time: bool = True
+                     ) -> tuple[Path, str, dict[str, int], Path]:
     """What every act session needs first: the tools (a missing one fails the test), ghbuild's working state
-    as a throwaway commit at scratch/repo with its `$/` references rewritten for act, and the wheelhouse
-    ghbuild's setup action installs from. Returns (tree, sha, rewrites, wheelhouse)."""
+    as a throwaway commit at scratch/repo with its `$/` references rewritten for act (and its matrices run
+    one entry at a time, unless a caller times the parallel shape GitHub runs and checks act_errors itself),
+    and the wheelhouse ghbuild's setup action installs from. Returns (tree, sha, rewrites, wheelhouse)."""
     import pytest
 
     missing = prerequisites()
@@ -137,7 +139,8 @@ def ghbuild_checkout(scratch: Path, message: str) -> tuple[Path, str, dict[str, 
     tree = scratch / "repo"
     sha = make_tree(tree, message)
     rewrites = rewrite_self_references(tree, sha)
-    rewrites.update({f"{name}#max-parallel": count for name, count in serialize_matrices(tree).items()})
+    if one_matrix_entry_at_a_time:
+        rewrites.update({f"{name}#max-parallel": count for name, count in serialize_matrices(tree).items()})
     return tree, sha, rewrites, build_wheelhouse(scratch / "wheelhouse")
 
 
