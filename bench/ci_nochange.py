@@ -61,6 +61,7 @@ from ruamel.yaml import YAML  # noqa: E402
 
 GOAL = 15.0
 WORKFLOW = ".github/workflows/ci.yml"
+ACT_RACE_ATTEMPTS = 3      # act's runs-on race (tests/act/harness.py) skips a matrix entry now and then
 CATEGORIES = ("ghbuild", "engine", "smoke", "runner")
 LINE_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+(?P<rest>.*)$")
 START_RE = re.compile(r"^⭐ Run (?P<step>.+)$")
@@ -164,9 +165,6 @@ def timeline(run: harness.ActRun, rules: list[tuple[re.Pattern, str]]) -> dict[s
         elif engine := ENGINE_RE.match(rest):
             job.engine += sum(float(p.group("seconds")) for p in PART_RE.finditer(engine.group("parts")))
     return jobs
-
-
-ACT_RACE_ATTEMPTS = 3      # act's runs-on race (tests/act/harness.py) skips a matrix entry now and then
 
 
 def critical_path(jobs: dict[str, Job]) -> list[Job]:
