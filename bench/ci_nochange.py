@@ -270,8 +270,8 @@ def main() -> int:
     try:
         for i in range(args.runs + 1):
             label = "warm-up" if i == 0 else f"run {i}"
-            load_before = os.getloadavg()[0]
             for attempt in range(1, ACT_RACE_ATTEMPTS + 1):
+                load_before = os.getloadavg()[0]    # of the run that is measured, not of one run again
                 run = act.run(("warmup" if i == 0 else f"push-{i}") + (f"-again{attempt}" if attempt > 1 else ""),
                               "push", WORKFLOW, harness.event_payload("push", sha),
                               secrets=harness.trusted_secrets(local, local["AWS_SECRET_ACCESS_KEY"]), timeout=1800)
