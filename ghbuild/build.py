@@ -51,6 +51,8 @@ class BuildReport(SimpleNamespace):
     backend: str
     target: str | None
     command: str
+    builder: str | None
+    config_digest: str | None
     ref: str | None
     digest: str | None
     image_id: str | None
@@ -70,7 +72,7 @@ class BuildReport(SimpleNamespace):
     def __init__(self, image: str, arch: str, platform: str, backend: str, target: str | None, command: str,
                  **fields: Any) -> None:
         super().__init__(image=image, arch=arch, platform=platform, backend=backend, target=target, command=command,
-                         ref=None, digest=None, image_id=None, tags=[], pushed=False, cache_from=[], cache_to=[],
+                         builder=None, config_digest=None, ref=None, digest=None, image_id=None, tags=[], pushed=False, cache_from=[], cache_to=[],
                          skipped=[], warnings=[], sccache={}, layers=[], stages={}, size=None, timings={},
                          budget_failures=[])
         unknown = sorted(set(fields) - set(vars(self)))
@@ -161,6 +163,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     push, warnings = _push(plan, job, request)
     warnings += [helper_note] if helper_note else []
     client = _client(env, request, probe)
+    builder = _builder(client, options, plan.trust.trusted, env, request.dry_run)
     decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
                                                                            _credentials_refusal(plan), env)
     if decision.degraded:
@@ -173,10 +176,11 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     os.chmod(workdir, 0o700)
     try:
         secrets = _secret_files(decision, plan, workdir, write=not request.dry_run)
-        settings = _settings(plan, options, job, client, push, helper, base_image, secrets, workdir, env)
+        settings = _settings(plan, options, job, client, builder, push, helper, base_image, secrets, workdir, env)
         command = buildcmd.build_command(job, settings)
         report = BuildReport(image=job.image, arch=job.arch, platform=job.platform, backend=client.backend,
-                             target=job.target, command=command.display(), tags=list(job.tags),
+                             target=job.target, command=command.display(), builder=builder.describe(),
+                             tags=list(job.tags),
                              cache_from=list(job.cache_from), cache_to=list(job.cache_to),
                              skipped=list(command.skipped), warnings=warnings)
         for line in command.skipped:
@@ -188,10 +192,10 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         ctx = BuildContext(job, image, stages, settings, workdir, env, {**env, **command.env}, redact,
                            plan.trust.trusted)
         try:
-            log_text = _build(report, ctx, client, options, command, echo=request.echo)
+            log_text = _build(report, ctx, command, echo=request.echo)
         finally:
-            _forget_untrusted_cache_mounts(report, plan, client, options, env)
-        _push_image(report, ctx, client, command, push)
+            _forget_untrusted_cache_mounts(report, plan, client, builder, env)
+        _push_image(report, ctx, push)
         runs = buildlog.sccache_runs(log_text)
         report.sccache = summarize_sccache(decision, runs)
         for name, stage in report.sccache["stages"].items():
@@ -281,8 +285,25 @@ def _client(env: Mapping[str, str], request: BuildRequest,
     except EngineError:
         if not request.dry_run:
             raise
-        return docker_client.DockerClient(env.get("GHBUILD_DOCKER_CLI") or "docker", "unknown",
-                                          buildx=request.backend == "buildx")
+        return docker_client.DockerClient(env.get("GHBUILD_DOCKER_CLI") or "docker", "unknown", buildx=True)
+
+
+def _builder(client: docker_client.DockerClient, options: Options, trusted: bool, env: Mapping[str, str],
+             dry_run: bool) -> docker_client.Builder:
+    """The builder (docker_client.resolve_builder). A dry run asks nothing: the builder it would pick, by name,
+    its driver as that choice implies and its BuildKit version unknown."""
+    if not dry_run:
+        return docker_client.resolve_builder(client, options.build.builder, options.build.builder_network,
+                                             trusted, env)
+    setting = options.build.builder
+    suffix = "" if trusted else "-untrusted"
+    if setting and "://" not in setting:
+        return docker_client.Builder(setting, "unknown", "")
+    if setting:
+        return docker_client.Builder(docker_client.REMOTE_BUILDER + suffix, "remote", "")
+    if env.get("RUNNER_ENVIRONMENT") == "github-hosted":
+        return docker_client.Builder(docker_client.CONTAINER_BUILDER + suffix, "docker-container", "")
+    return docker_client.Builder(env.get("DOCKER_CONTEXT") or "default", "docker", "", "containerd")
 
 
 def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, write: bool) -> list[buildcmd.Secret]:
@@ -317,37 +338,29 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
     return sccache.helper_image(options, options.project_dir / job.dockerfile, lookup, dry_run=request.dry_run)
 
 
-def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient, push: bool,
-              helper: str | None, base_image: str | None, secrets: list[buildcmd.Secret],
-              workdir: Path, env: Mapping[str, str]) -> buildcmd.BuildSettings:
+def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient,
+              builder: docker_client.Builder, push: bool, helper: str | None, base_image: str | None,
+              secrets: list[buildcmd.Secret], workdir: Path, env: Mapping[str, str]) -> buildcmd.BuildSettings:
+    from ghbuild import ghacache
+
     extra_args = {sccache.HELPER_BUILD_ARG: helper} if helper else {}
     if base_image:
         extra_args["BASE_IMAGE"] = base_image
     return buildcmd.BuildSettings(
-        backend=client.backend, docker=client.path, project_dir=options.project_dir,
-        builder=_builder_name(options, plan.trust.trusted) if client.backend == "buildx" else None,
+        docker=client.path, project_dir=options.project_dir, builder=builder.name, driver=builder.driver,
+        gha_problem=ghacache.problem(env, builder), cache_export_problem=builder.cache_export_problem,
         network=None if options.build.network == "default" else options.build.network,
         push=push, extra_build_args=extra_args,
         extra_labels={"org.opencontainers.image.created": _now_iso(),
                       "org.opencontainers.image.version": _version_label(plan)},
         secrets=tuple(secrets), metadata_file=workdir / "metadata.json", iidfile=workdir / "iid",
-        provenance=options.build.provenance, env=env)
+        provenance=options.build.provenance)
 
 
-def _build(report: BuildReport, ctx: BuildContext, client: docker_client.DockerClient, options: Options,
-           command: buildcmd.BuildCommand, echo: bool) -> str:
+def _build(report: BuildReport, ctx: BuildContext, command: buildcmd.BuildCommand, echo: bool) -> str:
     """Run the build; record its time, the per-stage timings from its log and the image id. Returns the log."""
-    if client.backend == "buildx":
-        builder = options.build.builder
-        if builder and "://" not in builder:
-            if subprocess.run([client.path, "buildx", "inspect", builder], capture_output=True,
-                              env=dict(ctx.env)).returncode != 0:
-                raise EngineError(f"build.builder: buildx builder {builder!r} does not exist")
-        else:
-            docker_client.ensure_builder(client, _builder_name(options, ctx.trusted), builder,
-                                         options.build.builder_network, ctx.env)
     log_path = ctx.workdir / "build.log"
-    with gha.group(f"build {ctx.job.id} ({client.backend})"), gha.commands_off():
+    with gha.group(f"build {ctx.job.id} ({ctx.settings.builder})"), gha.commands_off():
         rc, seconds = docker_client.run_streaming(command.argv, ctx.run_env, log_path, echo=echo, redact=ctx.redact)
     log_text = log_path.read_text("utf-8", errors="replace")
     if rc != 0:
@@ -356,51 +369,49 @@ def _build(report: BuildReport, ctx: BuildContext, client: docker_client.DockerC
     report.timings["build_seconds"] = round(seconds, 2)
     report.stages = {name: {"steps": t.steps, "cached": t.cached, "seconds": round(t.seconds, 2)}
                      for name, t in buildlog.stage_timings(log_text).items()}
-    iid = ctx.workdir / "iid"
-    report.image_id = iid.read_text().strip() if iid.exists() else None
+    iid, metadata = ctx.workdir / "iid", ctx.workdir / "metadata.json"
+    report.config_digest = (_metadata(metadata).get("containerimage.config.digest")
+                            or (iid.read_text().strip() if iid.exists() else None))
+    report.image_id = _local_image(ctx, iid, metadata, ctx.job.tags)
     return log_text
 
 
-def _push_image(report: BuildReport, ctx: BuildContext, client: docker_client.DockerClient,
-                command: buildcmd.BuildCommand, push: bool) -> None:
-    """The engine backend pushes after the build (buildx pushed during it); the digest and ref of the push."""
-    if client.backend == "engine" and push:
-        start = time.monotonic()
-        digests = {tag: docker_client.push(tag, ctx.run_env) for tag in command.push_tags}
-        report.timings["push_seconds"] = round(time.monotonic() - start, 2)
-        report.digest = next(iter(digests.values()), None)
-        for ref in command.cache_push_refs:
-            try:
-                docker_client.push(ref, ctx.run_env)
-            except EngineError as exc:  # cache writes are best effort
-                report.warnings.append(f"cache push failed, build kept: {exc}")
-    elif client.backend == "buildx" and push:
-        metadata = ctx.workdir / "metadata.json"
-        report.digest = json.loads(metadata.read_text() or "{}").get("containerimage.digest") if metadata.exists() else None
+def _metadata(path: Path) -> dict[str, Any]:
+    """buildx's --metadata-file (empty when it wrote none)."""
+    try:
+        data = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _local_image(ctx: BuildContext, iid: Path, metadata: Path, tags: tuple[str, ...] = ()) -> str | None:
+    """The id the local engine knows the built image by (docker_client.local_image_id): the iidfile's config
+    digest on the classic image store, the manifest digest on the containerd store."""
+    written = iid.read_text().strip() if iid.exists() else None
+    if not written:
+        return None
+    return docker_client.local_image_id(ctx.env, [written, str(_metadata(metadata).get("containerimage.digest") or ""),
+                                                  *tags]) or written
+
+
+def _push_image(report: BuildReport, ctx: BuildContext, push: bool) -> None:
+    """buildx pushed during the build; the digest and ref of the push from its metadata file."""
+    if push:
+        report.digest = _metadata(ctx.workdir / "metadata.json").get("containerimage.digest")
     if report.digest:
         report.pushed = True
         report.ref = f"{ctx.job.staging_repository}@{report.digest}"
 
 
-def _builder_name(options: Options, trusted: bool) -> str:
-    """The buildx builder: the configured one, else ghbuild's own, one per trust level, so an untrusted
-    build never fills cache mounts (`RUN --mount=type=cache`) that a trusted build later reads."""
-    builder = options.build.builder
-    if builder and "://" not in builder:
-        return builder
-    name = "ghbuild-remote" if builder else "ghbuild"
-    return name if trusted else f"{name}-untrusted"
-
-
 def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: docker_client.DockerClient,
-                                   options: Options, env: Mapping[str, str]) -> None:
+                                   builder: docker_client.Builder, env: Mapping[str, str]) -> None:
     """On a persistent (self-hosted) runner, an untrusted build's cache mounts are pruned after it: no cache
-    key covers their contents, and the next build on that builder (or, with the engine backend, the same
-    daemon) could be a trusted one. Hosted runners are thrown away after the job."""
+    key covers their contents, and the next build on that builder could be a trusted one (the engine's own
+    builder is shared by every build on that engine). Hosted runners are thrown away after the job."""
     if plan.trust.trusted or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
         return
-    builder = _builder_name(options, trusted=False) if client.backend == "buildx" else None
-    failure = docker_client.prune_cache_mounts(client, builder, env)
+    failure = docker_client.prune_cache_mounts(client, builder.name, env)
     report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
 
@@ -438,15 +449,16 @@ def _audit(report: BuildReport, ctx: BuildContext) -> None:
 def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
     """The own layers of one stage, built as the target (a cache hit after the main build)."""
     sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
-    iid_file = ctx.workdir / f"iid-{stage_name}"
-    sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=None, iidfile=iid_file))
+    iid_file, metadata = ctx.workdir / f"iid-{stage_name}", ctx.workdir / f"metadata-{stage_name}.json"
+    sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=metadata, iidfile=iid_file))
     rc, _ = docker_client.run_streaming(sub.argv, {**ctx.run_env, **sub.env}, ctx.workdir / f"audit-{stage_name}.log",
                                         echo=False, redact=ctx.redact)
-    if rc != 0 or not iid_file.exists():
+    image_id = _local_image(ctx, iid_file, metadata) if rc == 0 else None
+    if image_id is None:
         return None
     from ghbuild import audit
 
-    history = docker_client.image_history(ctx.env, iid_file.read_text().strip())
+    history = docker_client.image_history(ctx.env, image_id)
     layers, _ = audit.attribute(history, dockerfile.chain(stage_name, ctx.stages))
     return audit.stage_sizes(layers).get(stage_name, 0)
 
@@ -467,6 +479,6 @@ def outputs(report: BuildReport) -> None:
     gha.set_output("ref", report.ref or "")
     gha.set_output("image-id", report.image_id or "")
     gha.set_output("report", report.to_dict())
-    gha.set_output("metadata", buildx_metadata(report.digest, report.image_id,
+    gha.set_output("metadata", buildx_metadata(report.digest, report.config_digest,
                                                report.tags if report.pushed else []))
     gha.add_summary(render.build_summary(report))

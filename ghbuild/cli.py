@@ -267,7 +267,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--base-image", metavar="REF", help="BASE_IMAGE build arg (overrides images.<name>.base-image)")
     p.add_argument("--require-digest-base", action="store_true",
                    help="fail unless --base-image (or base-image) is name@sha256:<64 hex>")
-    p.add_argument("--backend", choices=("buildx", "engine"), help="force a backend (default: detect)")
+    p.add_argument("--backend", choices=("buildx",), help="the build backend: docker buildx, the only one (the "
+                   "engine backend, for docker clients older than 23 without buildx, was retired)")
     p.add_argument("--record", metavar="FILE", help="after a push, write {id, image, arch, platform, digest, ref} "
                                                    "as JSON to FILE (what `ghbuild digests` collects)")
     p.add_argument("--quiet", action="store_true", help="do not echo the build log")

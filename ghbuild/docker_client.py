@@ -1,19 +1,20 @@
 """The Docker edge: every call to the docker client and the Docker engine's API goes through here.
 
-Find a client that can build, create the buildx builder and run builds; push and read built images
+Find a client that can build, pick (or create) the buildx builder and run builds; read built images
 (history, files) through the Docker SDK, which speaks the engine API with `docker.from_env()` semantics.
 
-Which client: GHBUILD_DOCKER_CLI if set, else `docker` on PATH, else /usr/bin/docker. A client with
-the buildx plugin builds with `docker buildx build` (backend "buildx"). Without buildx, a client
-older than 23.0 still drives the engine's built-in BuildKit with DOCKER_BUILDKIT=1 (backend
-"engine"); newer clients refuse BuildKit builds without buildx, so they are passed over.
+Which client: GHBUILD_DOCKER_CLI if set, else `docker` on PATH, else /usr/bin/docker; the first one with the
+buildx plugin against a reachable engine. Every build is `docker buildx build` (the path GitHub's runners
+take); a client without the plugin is passed over with the reason. Which builder: see `resolve_builder`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -22,7 +23,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ghbuild.credentials import docker_config_file, read_docker_config
-from ghbuild.errors import EngineError, require
+from ghbuild.errors import ConfigError, EngineError, require
+
+# The builder ghbuild creates on GitHub-hosted runners (docker/setup-buildx-action's kind), one per trust level.
+CONTAINER_BUILDER = "ghbuild"
+REMOTE_BUILDER = "ghbuild-remote"
 
 
 class DockerClient(NamedTuple):
@@ -32,7 +37,28 @@ class DockerClient(NamedTuple):
 
     @property
     def backend(self) -> str:
-        return "buildx" if self.buildx else "engine"
+        return "buildx"
+
+
+class Builder(NamedTuple):
+    """The buildx builder a build runs on, as `docker buildx inspect` describes it."""
+
+    name: str                   # what `--builder` gets (a builder or a docker context)
+    driver: str                 # docker, docker-container, remote, kubernetes, ...
+    buildkit: str               # the version its node reports ("v0.13.2"; Debian's build: "v0.0.0+unknown")
+    image_store: str | None = None   # the docker driver's engine: "containerd" or "classic"
+
+    @property
+    def cache_export_problem(self) -> str | None:
+        """Why this builder cannot export any cache (the docker driver on the classic image store)."""
+        if self.driver == "docker" and self.image_store != "containerd":
+            return (f"builder {self.name!r} (docker driver) exports no cache without the containerd image store "
+                    "(dockerd's features.containerd-snapshotter), or set build.builder to another builder")
+        return None
+
+    def describe(self) -> str:
+        store = f", {self.image_store} image store" if self.image_store else ""
+        return f"{self.name} ({self.driver} driver, BuildKit {self.buildkit or 'unknown'}{store})"
 
 
 def _run(argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -135,7 +161,7 @@ class ClientProbe:
                 self.probes[path] = exc
 
     def client(self, backend: str | None = None) -> DockerClient:
-        """The first client that can run BuildKit builds against a reachable engine."""
+        """The first client with the buildx plugin whose engine answers (`backend`: only "buildx" exists)."""
         if not self.candidates:
             raise EngineError("no docker client found (install Docker, or set GHBUILD_DOCKER_CLI)")
         reasons = []
@@ -153,14 +179,11 @@ class ClientProbe:
                 if unusable:
                     reasons.append(f"{path}: {unusable}")
                     continue
-                client = DockerClient(path=path, version=version, buildx=has_buildx)
-                if backend == "buildx" and not has_buildx:
-                    reasons.append(f"{path}: no buildx plugin")
+                if not has_buildx:
+                    reasons.append(f"{path}: client {version} has no buildx plugin (ghbuild builds with "
+                                   "`docker buildx build`: install the plugin, e.g. Debian's docker-buildx)")
                     continue
-                if not has_buildx and _major(version) >= 23:
-                    reasons.append(f"{path}: client {version} needs the buildx plugin for BuildKit builds")
-                    continue
-                return client
+                return DockerClient(path=path, version=version, buildx=True)
         finally:
             self.close()
         raise EngineError("no usable docker client: " + "; ".join(reasons))
@@ -184,7 +207,7 @@ class ClientProbe:
 
 
 def find_client(env: Mapping[str, str] | None = None, backend: str | None = None) -> DockerClient:
-    """The first client that can run BuildKit builds against a reachable engine (see ClientProbe)."""
+    """The first client with the buildx plugin against a reachable engine (see ClientProbe)."""
     return ClientProbe(env).client(backend)
 
 
@@ -223,49 +246,159 @@ def docker_sdk(env: Mapping[str, str], timeout: int = 60):
     return client
 
 
-def push(tag: str, env: Mapping[str, str]) -> str:
-    """Push TAG through the engine API; returns the manifest digest from the push stream's structured result
-    (its `aux.Digest`), with the credentials `docker push` would use for the registry."""
-    docker = require("docker", "docker", "pushing an image")
-    import requests
-    from docker.utils import parse_repository_tag
+def _last_line(proc: subprocess.CompletedProcess, default: str = "failed") -> str:
+    return ((proc.stderr or "").strip().splitlines() or (proc.stdout or "").strip().splitlines() or [default])[-1]
 
-    repository, name_tag = parse_repository_tag(tag)
-    digest = None
+
+def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], bootstrap: bool = False,
+                    ) -> Builder | None:
+    """The builder (or docker context) `name` as buildx sees it; None when there is none of that name."""
+    argv = [client.path, "buildx", "inspect", *(["--bootstrap"] if bootstrap else []), name]
     try:
-        for event in docker_sdk(env, timeout=600).api.push(repository, tag=name_tag, stream=True, decode=True):
-            if event.get("error"):
-                raise EngineError(f"push {tag}: {event['error']}")
-            digest = (event.get("aux") or {}).get("Digest") or digest
-    except docker.errors.APIError as exc:
-        raise EngineError(f"push {tag}: {exc.explanation or exc}") from None
-    except requests.RequestException as exc:
-        raise EngineError(f"push {tag}: {type(exc).__name__}: {exc}") from None
-    if not digest or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
-        raise EngineError(f"push {tag}: the engine reported no manifest digest")
-    return digest
-
-
-def ensure_builder(client: DockerClient, name: str, endpoint: str | None, network: str,
-                   env: Mapping[str, str]) -> None:
-    """The buildx builder `name`, created once: a docker-container builder on `network`, or a remote
-    BuildKit at `endpoint` (tcp://, unix://, ssh://)."""
-    if subprocess.run([client.path, "buildx", "inspect", name], capture_output=True, env=dict(env)).returncode == 0:
-        return
-    if endpoint:
-        argv = [client.path, "buildx", "create", "--name", name, "--driver", "remote", endpoint]
-    else:
-        argv = [client.path, "buildx", "create", "--name", name, "--driver", "docker-container",
-                "--driver-opt", f"network={network}",
-                "--buildkitd-flags", "--allow-insecure-entitlement network.host", "--bootstrap"]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(env))
+        proc = _run(argv, env, timeout=300 if bootstrap else 60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineError(f"docker buildx inspect {name}: {exc}") from None
     if proc.returncode != 0:
-        raise EngineError(f"docker buildx create: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+        return None
+    fields: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and key.strip() not in fields:
+            fields[key.strip().lower()] = value.strip()
+    driver = fields.get("driver", "")
+    buildkit = fields.get("buildkit version") or fields.get("buildkit") or ""
+    store = _image_store(client, name, env) if driver == "docker" else None
+    return Builder(name=name, driver=driver, buildkit=buildkit, image_store=store)
+
+
+def _image_store(client: DockerClient, context: str, env: Mapping[str, str]) -> str:
+    """The image store of the engine behind a docker context: "containerd" (the containerd snapshotter) or
+    "classic" (a graph driver)."""
+    try:
+        proc = _run([client.path, "--context", context, "info", "--format", "{{json .DriverStatus}}"], env)
+    except (OSError, subprocess.TimeoutExpired):
+        return "classic"
+    return "containerd" if "io.containerd.snapshotter" in proc.stdout else "classic"
+
+
+def current_context(client: DockerClient, env: Mapping[str, str]) -> str:
+    """The docker context the CLI talks to now (`default` with DOCKER_HOST): its builder is the engine's own."""
+    if env.get("DOCKER_CONTEXT"):
+        return env["DOCKER_CONTEXT"]
+    try:
+        proc = _run([client.path, "context", "show"], env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineError(f"docker context show: {exc}") from None
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise EngineError(f"docker context show: {_last_line(proc)}")
+    return proc.stdout.strip()
+
+
+def is_docker_engine(endpoint: str, timeout: float = 5.0) -> bool:
+    """Whether a Docker engine answers at tcp://HOST:PORT or unix://PATH (its `/_ping` carries an Api-Version
+    header); a BuildKit daemon speaks gRPC there and does not. Raises EngineError when nothing answers."""
+    scheme, _, rest = endpoint.partition("://")
+    try:
+        if scheme == "unix":
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.settimeout(timeout)
+            conn.connect(rest)
+        else:
+            host, _, port = rest.rstrip("/").rpartition(":")
+            conn = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+    except (OSError, ValueError) as exc:
+        raise EngineError(f"build.builder: nothing answers at {endpoint} ({exc})") from None
+    with conn:
+        try:
+            conn.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            answer = conn.recv(4096)
+        except OSError:
+            return False
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    return head.startswith(b"http/1.") and b"\napi-version:" in head
+
+
+def _create(client: DockerClient, argv: list[str], env: Mapping[str, str], what: str, why: str) -> None:
+    try:
+        proc = _run(argv, env, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineError(f"{what}: {exc}; {why}") from None
+    if proc.returncode != 0:
+        raise EngineError(f"{what}: {_last_line(proc)}; {why}")
+
+
+def resolve_builder(client: DockerClient, setting: str | None, network: str, trusted: bool,
+                    env: Mapping[str, str]) -> Builder:
+    """The builder a build runs on:
+    - `build.builder` a name: that buildx builder or docker context, which must exist;
+    - `build.builder` a tcp://, unix:// or ssh:// address: a Docker engine there through a docker context
+      ghbuild creates (`ghbuild-engine-<hash>`), else a BuildKit daemon through the `remote` driver;
+    - unset on a GitHub-hosted runner: a docker-container builder `ghbuild` (created once; untrusted runs get
+      `ghbuild-untrusted`, so their cache mounts never reach a trusted build), as docker/setup-buildx-action does;
+    - unset anywhere else: the engine's own BuildKit, the builder of the current docker context."""
+    suffix = "" if trusted else "-untrusted"
+    fix = "set build.builder to a builder that exists (`docker buildx ls`), e.g. \"default\", the engine's own"
+    if setting and "://" not in setting:
+        builder = inspect_builder(client, setting, env)
+        if builder is None:
+            raise ConfigError(f"build.builder: no buildx builder or docker context named {setting!r} "
+                              "(`docker buildx ls` lists them)")
+        return builder
+    if setting:
+        scheme = setting.partition("://")[0]
+        if scheme == "ssh" or (scheme in ("tcp", "unix") and is_docker_engine(setting)):
+            name = "ghbuild-engine-" + hashlib.sha256(setting.encode()).hexdigest()[:12]
+            if inspect_builder(client, name, env) is None:
+                _create(client, [client.path, "context", "create", name, "--docker", f"host={setting}"], env,
+                        f"docker context create {name} (build.builder = {setting})", fix)
+        else:
+            name = REMOTE_BUILDER + suffix
+            if inspect_builder(client, name, env) is None:
+                _create(client, [client.path, "buildx", "create", "--name", name, "--driver", "remote", setting],
+                        env, f"docker buildx create --driver remote {setting} (build.builder)", fix)
+        builder = inspect_builder(client, name, env, bootstrap=True)
+    elif env.get("RUNNER_ENVIRONMENT") == "github-hosted":
+        name = CONTAINER_BUILDER + suffix
+        if inspect_builder(client, name, env) is None:
+            _create(client, [client.path, "buildx", "create", "--name", name, "--driver", "docker-container",
+                             "--driver-opt", f"network={network}",
+                             "--buildkitd-flags", "--allow-insecure-entitlement network.host", "--bootstrap"],
+                    env, f"build.builder is not set, so ghbuild creates the docker-container builder {name}, "
+                         "and docker buildx create failed", fix)
+        builder = inspect_builder(client, name, env, bootstrap=True)
+    else:
+        name = current_context(client, env)
+        builder = inspect_builder(client, name, env)
+    if builder is None:
+        raise EngineError(f"builder {name!r} is not usable (`docker buildx inspect {name}` failed); {fix}")
+    return builder
+
+
+def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | None:
+    """The id the engine knows a built image by: the first candidate it finds (buildx's iidfile holds the
+    config digest, which the classic image store uses as the id; the containerd image store uses the
+    manifest digest). None when the engine has none of them (an image not loaded)."""
+    docker = require("docker", "docker", "reading built images")
+    api = docker_sdk(env).api
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            return str(api.inspect_image(candidate)["Id"])
+        except docker.errors.ImageNotFound:
+            continue
+        except docker.errors.APIError as exc:
+            raise EngineError(f"docker image inspect {candidate}: {exc.explanation or exc}") from None
+    return None
 
 
 def image_history(env: Mapping[str, str], image_id: str) -> list[dict]:
     """The image's history entries, oldest first."""
-    return list(reversed(docker_sdk(env).api.history(image_id)))
+    docker = require("docker", "docker", "reading an image's history")
+    try:
+        return list(reversed(docker_sdk(env).api.history(image_id)))
+    except docker.errors.APIError as exc:
+        raise EngineError(f"docker history {image_id}: {exc.explanation or exc}") from None
 
 
 def image_files(env: Mapping[str, str], image_id: str, folder: str, suffix: str) -> dict[str, bytes] | None:
@@ -293,11 +426,10 @@ def image_files(env: Mapping[str, str], image_id: str, folder: str, suffix: str)
         container.remove(force=True)
 
 
-def prune_cache_mounts(client: DockerClient, builder: str | None, env: Mapping[str, str]) -> str | None:
+def prune_cache_mounts(client: DockerClient, builder: str, env: Mapping[str, str]) -> str | None:
     """Drop the builder's `RUN --mount=type=cache` contents (exec.cachemount records), which no cache key
     covers. Returns why it failed, or None."""
-    argv = ([client.path, "buildx", "prune", "--builder", builder] if client.backend == "buildx" and builder
-            else [client.path, "builder", "prune"])
+    argv = [client.path, "buildx", "prune", "--builder", builder]
     try:
         proc = _run([*argv, "--force", "--filter", "type=exec.cachemount"], env, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:

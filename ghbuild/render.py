@@ -155,6 +155,8 @@ def build_summary(report) -> str:
     lines.append(f"| image | {code(report.ref or report.image_id or '-')} |")
     lines.append(f"| pushed | {'yes' if report.pushed else 'no'} |")
     lines.append(f"| backend | {md(report.backend)} |")
+    if getattr(report, "builder", None):
+        lines.append(f"| builder | {md(report.builder)} |")
     if report.size is not None:
         lines.append(f"| size | {format_size(report.size)} |")
     for key, value in report.timings.items():
@@ -207,6 +209,7 @@ def build_text(report) -> str:
     sc = report.sccache or {}
     lines = [f"ghbuild: built {report.image}/{report.arch} ({report.backend})",
              f"  image    {report.ref or report.image_id}",
+             *([f"  builder  {report.builder}"] if getattr(report, "builder", None) else []),
              f"  sccache  {sc.get('mode')}: {sc.get('hits', 0)} hits, {sc.get('misses', 0)} misses ({_rate(sc.get('hit_rate'))})"]
     for name, st in (sc.get("stages") or {}).items():
         lines.append(f"    {name:<10} {st['mode'] or '-':<10} hits {st['hits']:>4}  misses {st['misses']:>4}  {st['seconds']:>5}s"
@@ -214,7 +217,7 @@ def build_text(report) -> str:
     if report.size is not None:
         lines.append(f"  size     {format_size(report.size)}")
     timings = getattr(report, "timings", None) or {}
-    if timings:     # the engine's own time (the build subprocess, the engine backend's push), for the log
+    if timings:     # the engine's own time (the build subprocess), for the log
         lines.append("  engine   " + ", ".join(f"{key.removesuffix('_seconds')} {value:.2f} s"
                                                for key, value in timings.items()))
     for name, st in report.stages.items():

@@ -165,8 +165,13 @@ def cmd_status(_args: argparse.Namespace) -> int:
     ok &= not missing_pkgs
 
     answers = os.path.exists(DOCKER_CLI) and engine.docker_answers(timeout=5)
-    rows.append(("dockerd", "answering" if answers else "DOWN", owner("dockerd", bool(answers))))
-    ok &= bool(answers)
+    problem = engine.engine_problem(engine.docker_info()) if answers else None
+    rows.append(("dockerd", "answering" if answers and not problem else "WRONG" if answers else "DOWN",
+                 owner("dockerd", bool(answers)) + (f"; {problem}" if problem else "")))
+    ok &= bool(answers) and not problem
+    buildx = engine.buildx_version() if answers else None
+    rows.append(("buildx", buildx or "MISSING", f"{DOCKER_CLI} buildx"))
+    ok &= bool(buildx)
 
     entry = engine.binfmt_entry()
     rows.append(("binfmt", "enabled" if entry.get("enabled") else "DISABLED", f"qemu-aarch64 flags {entry.get('flags:', '-')}"))

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-# The engine's own 20.10 client. /usr/local/bin/docker (28.x) refuses BuildKit builds here.
+# The engine's own client (trixie's docker-cli 26, with the buildx plugin from docker-buildx).
 DOCKER_CLI = "/usr/bin/docker"
 DOCKER_HOST = "unix:///var/run/docker.sock"
 
@@ -167,6 +167,9 @@ def docker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["DOCKER_HOST"] = DOCKER_HOST
     env["DOCKER_BUILDKIT"] = "1"
+    # buildx adds a provenance attestation by default, which turns a single-platform image into an index;
+    # infra's images are plain per-arch manifests that it assembles into indexes itself.
+    env["BUILDX_NO_DEFAULT_ATTESTATIONS"] = "1"
     env.pop("DOCKER_CONTEXT", None)
     env.pop("DOCKER_TLS_VERIFY", None)
     if extra:

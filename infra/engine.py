@@ -1,4 +1,5 @@
-"""The Docker engine (dockerd 20.10 with built-in BuildKit) and arm64 emulation (binfmt_misc)."""
+"""The Docker engine (trixie's dockerd 26 with the containerd image store, BuildKit in the engine, the buildx
+plugin) and arm64 emulation (binfmt_misc)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,27 @@ import subprocess
 from pathlib import Path
 
 from . import procs
-from .common import DOCKER_CLI, AbortWait, InfraError, docker_env, info, last_line_of, logs_dir, repo_root, run, wait_until
+from .common import (
+    DOCKER_CLI,
+    AbortWait,
+    InfraError,
+    atomic_write_json,
+    docker_env,
+    info,
+    last_line_of,
+    logs_dir,
+    repo_root,
+    run,
+    state_dir,
+    wait_until,
+)
 
 DOCKERD_START_TIMEOUT = 60.0
+# The engine the tests need: buildx's default `docker` driver exports every cache backend (registry mode=max,
+# gha, local) only on the containerd image store, which is also what GitHub's runners' engines move to.
+MIN_ENGINE_MAJOR = 26
+CONTAINERD_SNAPSHOTTER = "io.containerd.snapshotter.v1"
+DAEMON_CONFIG = {"features": {"containerd-snapshotter": True}}
 BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
 
 
@@ -32,6 +51,34 @@ def docker_answers(timeout: float = 10) -> bool:
 def docker_info() -> dict:
     proc = docker("info", "--format", "{{json .}}", step_name="dockerd", timeout=30)
     return json.loads(proc.stdout)
+
+
+def buildx_version() -> str | None:
+    """The buildx plugin's version as the engine's client runs it, or None."""
+    try:
+        proc = subprocess.run([DOCKER_CLI, "buildx", "version"], capture_output=True, text=True,
+                              env=docker_env(), timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = proc.stdout.split()
+    return words[1] if proc.returncode == 0 and len(words) >= 2 else None
+
+
+def daemon_config_path() -> Path:
+    """dockerd's own config file for this checkout (the system's /etc/docker/daemon.json is left alone)."""
+    return state_dir() / "dockerd" / "daemon.json"
+
+
+def engine_problem(data: dict) -> str | None:
+    """Why an answering engine is not the one the tests need, or None."""
+    version = str(data.get("ServerVersion") or "")
+    major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 0
+    if major < MIN_ENGINE_MAJOR:
+        return f"dockerd {version or '(unknown)'} is older than {MIN_ENGINE_MAJOR}"
+    status = dict(tuple(pair) for pair in data.get("DriverStatus") or [] if len(pair) == 2)
+    if status.get("driver-type") != CONTAINERD_SNAPSHOTTER:
+        return f"dockerd {version} does not use the containerd image store (driver {data.get('Driver')})"
+    return None
 
 
 def _pidfile_alive(path: Path = Path("/var/run/docker.pid")) -> int | None:
@@ -62,13 +109,25 @@ def ensure_dockerd(state: dict) -> None:
         procs.drop_record(state, "dockerd")
         rec = None
     if docker_answers():
-        if rec:
-            info(f"dockerd: running (started by us, pid {rec['pid']})")
+        problem = engine_problem(docker_info())
+        if problem and rec:
+            # Ours, from before the engine was upgraded (bookworm's 20.10): start the current one instead.
+            info(f"dockerd: {problem}; restarting ours (pid {rec['pid']})")
+            procs.stop(rec, timeout=40.0)
+            procs.drop_record(state, "dockerd")
+            procs.save_state(state)
+            rec = None
+        elif problem:
+            raise InfraError("dockerd", f"a dockerd not started by us answers, but {problem}: stop it, and "
+                                        f"`python -m infra up` starts trixie's with {daemon_config_path()}")
         else:
-            state["dockerd_external"] = True
-            info("dockerd already running (not started by us)")
-        _report_driver()
-        return
+            if rec:
+                info(f"dockerd: running (started by us, pid {rec['pid']})")
+            else:
+                state["dockerd_external"] = True
+                info("dockerd already running (not started by us)")
+            _report_driver()
+            return
     if rec is None:
         other = _pidfile_alive()
         if other:
@@ -82,8 +141,10 @@ def ensure_dockerd(state: dict) -> None:
         _remove_stale_pidfiles()
         log = logs_dir() / "dockerd.log"
         dockerd = "/usr/sbin/dockerd" if os.path.exists("/usr/sbin/dockerd") else "dockerd"
+        atomic_write_json(daemon_config_path(), DAEMON_CONFIG)
         # --ip: ports published with -p bind to loopback unless an address is given explicitly.
-        cmd = [dockerd, "--host=unix:///var/run/docker.sock", "--ip=127.0.0.1"]
+        cmd = [dockerd, f"--config-file={daemon_config_path()}", "--host=unix:///var/run/docker.sock",
+               "--ip=127.0.0.1"]
         env = dict(os.environ)
         for k in ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
             env.pop(k, None)
@@ -106,6 +167,9 @@ def ensure_dockerd(state: dict) -> None:
         raise InfraError("dockerd", f"{exc}: {last_line_of(log)} (log: {log})") from None
     if not ok:
         raise InfraError("dockerd", f"`docker info` did not answer within {DOCKERD_START_TIMEOUT:.0f} s (log: {log})")
+    problem = engine_problem(docker_info())
+    if problem:
+        raise InfraError("dockerd", f"started, but {problem} (log: {log})")
     _report_driver()
 
 
@@ -115,7 +179,9 @@ def _report_driver() -> None:
     except InfraError:
         return
     driver = data.get("Driver")
-    info(f"dockerd: server {data.get('ServerVersion')}, storage driver {driver}, cgroup {data.get('CgroupVersion')}")
+    store = dict(tuple(p) for p in data.get("DriverStatus") or [] if len(p) == 2).get("driver-type", "classic")
+    info(f"dockerd: server {data.get('ServerVersion')}, storage driver {driver} ({store}), "
+         f"cgroup {data.get('CgroupVersion')}")
     if driver == "vfs":
         info("dockerd: WARNING storage driver vfs (no overlay support): builds will be slow and disk-hungry")
 

@@ -10,9 +10,23 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from .common import InfraError, info, logs_dir, run
+from .common import InfraError, atomic_write, info, logs_dir, run
 
-APT_PACKAGES = ("docker.io", "debootstrap", "qemu-user-static", "binfmt-support", "docker-registry", "skopeo")
+APT_PACKAGES = ("debootstrap", "qemu-user-static", "binfmt-support", "docker-registry", "skopeo")
+# The engine and the buildx plugin come from Debian 13 (trixie): bookworm's docker.io is 20.10 without buildx,
+# and every build on GitHub goes through `docker buildx`. Only these three are taken from trixie
+# (`name/trixie`: their dependencies stay bookworm's; `-t trixie` would upgrade glibc with them).
+ENGINE_PACKAGES = ("docker.io", "docker-cli", "docker-buildx")
+ENGINE_SUITE = "trixie"
+ENGINE_MIN_MAJOR = {"docker.io": 26, "docker-cli": 26, "docker-buildx": 0}
+TRIXIE_SOURCES = Path("/etc/apt/sources.list.d/ghbuild-trixie.sources")
+TRIXIE_PREF = Path("/etc/apt/preferences.d/ghbuild-trixie.pref")
+_TRIXIE_SOURCES_TEXT = (
+    "# written by ghbuild's infra: Debian 13 for the Docker engine and buildx only (pinned low, see the .pref)\n"
+    "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\n"
+    "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+# Priority 100: nothing is taken from trixie unless a package is asked for as name/trixie.
+_TRIXIE_PREF_TEXT = "# written by ghbuild's infra\nPackage: *\nPin: release n=trixie\nPin-Priority: 100\n"
 # debootstrap only recommends the keyring; without it the bookworm Release file is not verified.
 # nodejs: act runs the JavaScript actions (build-image) with the host's node in host mode.
 APT_SUPPORT_PACKAGES = ("debian-archive-keyring", "nodejs")
@@ -21,16 +35,39 @@ POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
 _OUR_POLICY = "#!/bin/sh\n# temporary, written by ghbuild.infra during apt-get install: start no services\nexit 101\n"
 
 
-def missing_apt_packages(packages=APT_PACKAGES + APT_SUPPORT_PACKAGES) -> list[str]:
-    """Packages whose dpkg status is not 'install ok installed' (one `dpkg -s` call)."""
+def installed_versions(packages) -> dict[str, str]:
+    """Version of each package whose dpkg status is 'install ok installed' (one `dpkg -s` call)."""
     proc = subprocess.run(["dpkg", "-s", *packages], capture_output=True, text=True, check=False)
-    installed = set()
+    installed = {}
     for para in proc.stdout.split("\n\n"):
         name = re.search(r"^Package:\s*(\S+)", para, re.M)
         status = re.search(r"^Status:\s*(.+)$", para, re.M)
+        version = re.search(r"^Version:\s*(\S+)", para, re.M)
         if name and status and status.group(1).split()[-1] == "installed":
-            installed.add(name.group(1))
-    return [p for p in packages if p not in installed]
+            installed[name.group(1)] = version.group(1) if version else ""
+    return installed
+
+
+def _major(version: str) -> int:
+    match = re.match(r"(?:\d+:)?(\d+)", version)
+    return int(match.group(1)) if match else -1
+
+
+def missing_apt_packages(packages=APT_PACKAGES + APT_SUPPORT_PACKAGES + ENGINE_PACKAGES) -> list[str]:
+    """Packages not installed, and engine packages older than trixie's (bookworm's docker.io 20.10)."""
+    installed = installed_versions(packages)
+    return [p for p in packages
+            if p not in installed or _major(installed[p]) < ENGINE_MIN_MAJOR.get(p, -1)]
+
+
+def _apt_names(missing: list[str]) -> list[str]:
+    return [f"{p}/{ENGINE_SUITE}" if p in ENGINE_PACKAGES else p for p in missing]
+
+
+def ensure_trixie_source() -> bool:
+    """The trixie source and its low pin; True when either file was written (apt needs an update then)."""
+    wrote = atomic_write(TRIXIE_SOURCES, _TRIXIE_SOURCES_TEXT)
+    return atomic_write(TRIXIE_PREF, _TRIXIE_PREF_TEXT) or wrote
 
 
 def apt_env() -> dict[str, str]:
@@ -43,12 +80,14 @@ def apt_env() -> dict[str, str]:
 def ensure_apt_packages() -> list[str]:
     missing = missing_apt_packages()
     if not missing:
-        info(f"apt: all present ({', '.join(APT_PACKAGES)})")
+        info(f"apt: all present ({', '.join(APT_PACKAGES + ENGINE_PACKAGES)})")
         return []
     if os.geteuid() != 0:
         raise InfraError("apt", f"missing {' '.join(missing)} and not running as root")
+    if any(p in ENGINE_PACKAGES for p in missing):
+        ensure_trixie_source()
     log = logs_dir() / "apt.log"
-    info(f"apt: installing {' '.join(missing)} (log: {log})")
+    info(f"apt: installing {' '.join(_apt_names(missing))} (log: {log})")
     env = apt_env()
     # Lock::Timeout: wait for another apt/dpkg run on this machine instead of failing at once.
     opts = ["-q", "-o", "Dpkg::Use-Pty=0", "-o", "APT::Color=0", "-o", "DPkg::Lock::Timeout=300"]
@@ -66,7 +105,7 @@ def ensure_apt_packages() -> list[str]:
             [
                 "apt-get", *opts, "install", "-y", "--no-install-recommends",
                 "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
-                *missing,
+                *_apt_names(missing),
             ],
             step_name="apt",
             env=env,
@@ -78,7 +117,8 @@ def ensure_apt_packages() -> list[str]:
             POLICY_RC_D.unlink()
     still = missing_apt_packages()
     if still:
-        raise InfraError("apt", f"still not installed after apt-get install: {' '.join(still)} (log: {log})")
+        raise InfraError("apt", f"still not installed (or older than {ENGINE_SUITE}'s) after apt-get install: "
+                                f"{' '.join(still)} (log: {log})")
     return missing
 
 

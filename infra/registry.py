@@ -155,14 +155,17 @@ def index_platforms(port: int, repo: str = BASE_INDEX_REPO, tag: str = BASE_INDE
     return result
 
 
-def _config_digest(port: int, repo: str, ref: str) -> str | None:
+def _image_ids(port: int, repo: str, ref: str) -> set[str]:
+    """The ids a local image pushed as `ref` has: its manifest digest (the id on the containerd image store)
+    and its config digest (the id on the classic store). Empty when missing or not a single manifest."""
     got = get_manifest(port, repo, ref)
     if got is None:
-        return None
-    media, body, _ = got
+        return set()
+    media, body, digest = got
     if media not in (MT_DOCKER_MANIFEST, MT_OCI_MANIFEST):
-        return None
-    return (json.loads(body).get("config") or {}).get("digest")
+        return set()
+    config = (json.loads(body).get("config") or {}).get("digest")
+    return {digest, config} if config else {digest}
 
 
 def _local_image_id(arch: str) -> str:
@@ -177,7 +180,7 @@ def ensure_base_index(port: int, arches=("amd64", "arm64")) -> str:
     local_ids = {a: _local_image_id(a) for a in arches}
     current = index_platforms(port)
     if current is not None and set(current) == set(arches):
-        if all(_config_digest(port, BASE_INDEX_REPO, current[a]["digest"]) == local_ids[a] for a in arches):
+        if all(local_ids[a] in _image_ids(port, BASE_INDEX_REPO, current[a]["digest"]) for a in arches):
             info(f"base-index: {ref} present ({'+'.join(arches)})")
             return ref
     log = logs_dir() / "push.log"
@@ -185,7 +188,7 @@ def ensure_base_index(port: int, arches=("amd64", "arm64")) -> str:
     for arch in arches:
         arch_tag = f"{BASE_SUITE}-{arch}"
         remote = f"{LOOPBACK}:{port}/{BASE_INDEX_REPO}:{arch_tag}"
-        if _config_digest(port, BASE_INDEX_REPO, arch_tag) != local_ids[arch]:
+        if local_ids[arch] not in _image_ids(port, BASE_INDEX_REPO, arch_tag):
             info(f"base-index: docker push {remote}")
             run([DOCKER_CLI, "tag", local_tag(arch), remote], step_name="base-index", env=docker_env(), timeout=60)
             try:

@@ -1,5 +1,5 @@
 """The pure parts of the build path: command assembly, log reading, stage reading, layer attribution,
-budgets and the sccache summary. The engine-backed behaviour is in tests/engine/."""
+budgets and the sccache summary. The engine-backed behaviour is in tests/services/engine/."""
 
 from __future__ import annotations
 
@@ -45,81 +45,80 @@ def _job(tmp_path, **ctx):
     return plan(context, _options(tmp_path)).job("cpu", "amd64")
 
 
-def _settings(backend, **kw):
-    return buildcmd.BuildSettings(backend=backend, docker="/usr/bin/docker", project_dir=Path("/p"),
-                                  network="host", **kw)
+def _settings(**kw):
+    return buildcmd.BuildSettings(docker="/usr/bin/docker", project_dir=Path("/p"), network="host", **kw)
 
 
 # --------------------------------------------------------------------------- command assembly
 
-def test_engine_command_keeps_what_the_engine_can_do_and_names_what_it_cannot(tmp_path):
-    job = _job(tmp_path)
+def test_buildx_command_applies_every_cache_and_pushes(tmp_path):
     secret = buildcmd.Secret("ghbuild_sccache", Path("/tmp/x/ghbuild_sccache"))
-    cmd = buildcmd.build_command(job, _settings("engine", push=True, secrets=(secret,),
-                                                extra_build_args={"GHBUILD_SCCACHE_MODE": "read-write"}))
+    cmd = buildcmd.build_command(_job(tmp_path), _settings(push=True, builder="ghbuild", secrets=(secret,),
+                                                           extra_build_args={"GHBUILD_SCCACHE_MODE": "read-write"},
+                                                           metadata_file=Path("/tmp/m.json")))
     argv = list(cmd.argv)
-    assert argv[:2] == ["/usr/bin/docker", "build"] and cmd.env == {"DOCKER_BUILDKIT": "1"}
+    assert argv[:5] == ["/usr/bin/docker", "buildx", "build", "--builder", "ghbuild"] and cmd.env == {}
     assert argv[argv.index("--platform") + 1] == "linux/amd64"
     assert argv[argv.index("--target") + 1] == "runtime"
     assert argv[argv.index("--file") + 1] == "/p/docker/Dockerfile.cpu" and argv[-1] == "/p"
-    assert "--network" in argv and argv[argv.index("--network") + 1] == "host" and "--allow" not in argv
-    assert "--secret" in argv and argv[argv.index("--secret") + 1] == "id=ghbuild_sccache,src=/tmp/x/ghbuild_sccache"
+    assert argv[argv.index("--network") + 1] == "host" and argv[argv.index("--allow") + 1] == "network.host"
+    assert argv[argv.index("--secret") + 1] == "id=ghbuild_sccache,src=/tmp/x/ghbuild_sccache"
     assert "PYTHON_VERSION=3.12" in argv and "GHBUILD_SCCACHE_MODE=read-write" in argv
-    assert "BUILDKIT_INLINE_CACHE=1" in argv
-    # registry cache-from is read as an inline cache image; gha is not possible without buildx
-    assert argv[argv.index("--cache-from") + 1] == "ghcr.io/org/cache:main-cpu-x86_64"
-    assert "--cache-to" not in argv
-    assert any(line.startswith("cache-from type=gha") and line.endswith("skipped: needs buildx") for line in cmd.skipped)
-    assert any(line.startswith("cache-to type=gha") and line.endswith("skipped: needs buildx") for line in cmd.skipped)
-    assert any("degraded: written as inline cache" in line for line in cmd.skipped)
-    assert cmd.push_tags == (f"ghcr.io/org/ci-cpu:{SHA}-x86_64",)
-    assert cmd.cache_push_refs == ("ghcr.io/org/cache:main-cpu-x86_64",)
-
-
-def test_engine_without_push_does_not_pretend_to_write_the_registry_cache(tmp_path):
-    cmd = buildcmd.build_command(_job(tmp_path), _settings("engine", push=False))
-    assert cmd.push_tags == () and cmd.cache_push_refs == ()
-    assert any("cache-to type=registry" in line and "skipped: nothing is pushed" in line for line in cmd.skipped)
-
-
-def test_buildx_command_applies_every_cache_and_pushes(tmp_path):
-    env = {"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_RESULTS_URL": "https://results/"}
-    cmd = buildcmd.build_command(_job(tmp_path), _settings("buildx", push=True, builder="ghbuild", env=env,
-                                                           metadata_file=Path("/tmp/m.json")))
-    argv = list(cmd.argv)
-    assert argv[:4] == ["/usr/bin/docker", "buildx", "build", "--builder"] and cmd.env == {}
-    assert argv[argv.index("--allow") + 1] == "network.host"
     froms = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-from"]
     tos = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-to"]
     assert froms == ["type=gha,scope=main-cpu-x86_64", "type=registry,ref=ghcr.io/org/cache:main-cpu-x86_64"]
     assert tos[0] == "type=gha,scope=main-cpu-x86_64,mode=max,ignore-error=true"
-    assert tos[1].startswith("type=registry,ref=ghcr.io/org/cache:main-cpu-x86_64,mode=max,ignore-error=true")
+    assert tos[1] == ("type=registry,ref=ghcr.io/org/cache:main-cpu-x86_64,mode=max,ignore-error=true,"
+                      "image-manifest=true,oci-mediatypes=true")
     assert "--provenance=false" in argv and argv[argv.index("--metadata-file") + 1] == "/tmp/m.json"
+    # docker-container (the default driver here) pushes and loads: two exporters.
     assert argv[argv.index("--output") + 1] == "type=image,push=true" and "--load" in argv
     assert cmd.skipped == ()
 
 
-def test_buildx_names_a_gha_cache_it_would_silently_drop(tmp_path):
-    """buildx drops type=gha silently without the runtime variables; ghbuild must say so."""
-    cmd = buildcmd.build_command(_job(tmp_path), _settings("buildx", push=True, env={"ACTIONS_RUNTIME_TOKEN": "t"}))
+def test_the_docker_driver_pushes_from_the_engine_with_one_exporter(tmp_path):
+    """The docker driver's image exporter stores the image in the engine and pushes it; a second exporter
+    (--load) would collide with it on the tag ('image ... already exists')."""
+    pushed = list(buildcmd.build_command(_job(tmp_path), _settings(push=True, driver="docker")).argv)
+    assert pushed[pushed.index("--output") + 1] == "type=image,push=true" and "--load" not in pushed
+    local = list(buildcmd.build_command(_job(tmp_path), _settings(push=False, driver="docker")).argv)
+    assert "--output" not in local and "--load" in local
+
+
+def test_a_builder_that_cannot_export_caches_still_reads_them_and_says_so(tmp_path):
+    why = "builder 'default' (docker driver) exports no cache without the containerd image store"
+    cmd = buildcmd.build_command(_job(tmp_path), _settings(push=True, driver="docker", cache_export_problem=why))
+    argv = list(cmd.argv)
+    assert "--cache-to" not in argv and argv.count("--cache-from") == 2
+    assert [line.split(":")[0] for line in cmd.skipped] == [
+        "cache-to type=gha,scope=main-cpu-x86_64,mode=max,ignore-error=true",
+        "cache-to type=registry,ref=ghcr.io/org/cache"]
+    assert all(line.endswith(f"skipped: {why}") for line in cmd.skipped)
+
+
+def test_a_gha_cache_the_builder_cannot_use_is_named_not_dropped(tmp_path):
+    """buildx drops type=gha silently without the runtime variables; ghbuild leaves it out and says why."""
+    cmd = buildcmd.build_command(_job(tmp_path), _settings(push=True, gha_problem="no token"))
     argv = list(cmd.argv)
     assert not any(a.startswith("type=gha") for a in argv)
-    assert len([line for line in cmd.skipped if "ACTIONS_RESULTS_URL" in line]) == 2
+    assert [line for line in cmd.skipped] == ["cache-from type=gha,scope=main-cpu-x86_64: skipped: no token",
+                                              "cache-to type=gha,scope=main-cpu-x86_64,mode=max,ignore-error=true: "
+                                              "skipped: no token"]
+    assert argv.count("--cache-from") == 1 and argv.count("--cache-to") == 1     # the registry cache stays
 
 
 def test_fork_pull_request_command_writes_no_cache_and_pushes_nothing(tmp_path):
     job = _job(tmp_path, event="pull_request", pr=7, base="main", head_repo="someone/proj", head_ref="x", ref=None)
-    cmd = buildcmd.build_command(job, _settings("buildx", push=job.push, env={"ACTIONS_RUNTIME_TOKEN": "t",
-                                                                              "ACTIONS_RESULTS_URL": "u"}))
+    cmd = buildcmd.build_command(job, _settings(push=job.push))
     argv = list(cmd.argv)
     tos = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-to"]
-    assert job.push is False and "--output" not in argv
+    assert job.push is False and "--output" not in argv and "--load" in argv
     assert tos == [f"type=gha,scope={job.cache_to[0].split('scope=')[1]}"] and "main-cpu" not in tos[0]
 
 
 def test_display_quotes_arguments(tmp_path):
-    cmd = buildcmd.build_command(_job(tmp_path), _settings("engine", extra_build_args={"X": "a b"}))
-    assert "'X=a b'" in cmd.display() and cmd.display().startswith("DOCKER_BUILDKIT=1 /usr/bin/docker build")
+    cmd = buildcmd.build_command(_job(tmp_path), _settings(extra_build_args={"X": "a b"}))
+    assert "'X=a b'" in cmd.display() and cmd.display().startswith("/usr/bin/docker buildx build")
 
 
 # --------------------------------------------------------------------------- reading Dockerfiles and logs
@@ -224,11 +223,11 @@ def test_sccache_summary_counts_rebuilt_stages_and_flags_layer_cached_ones():
     assert summary["stages"]["wasm"]["not_cached_reasons"] == {"crate-type": 1}
     assert summary["stages"]["cpp"]["hits_by_language"] == {"C/C++": 40}
     json.dumps(summary)  # the report is JSON
-    text = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="engine", ref="r", image_id=None, sccache=summary,
+    text = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="buildx", ref="r", image_id=None, sccache=summary,
                                              size=None, stages={}, skipped=[], warnings=[], budget_failures=[]))
     assert "rust       -          hits    0" in text and "(layer cache)" in text
     assert "  engine   " not in text
-    timed = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="engine", ref="r", image_id=None,
+    timed = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="buildx", ref="r", image_id=None,
                                               sccache=summary, size=None, stages={}, skipped=[], warnings=[],
                                               budget_failures=[], timings={"build_seconds": 1.5, "push_seconds": 0.25}))
     assert "  engine   build 1.50 s, push 0.25 s" in timed.splitlines()

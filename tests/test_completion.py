@@ -57,7 +57,7 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
     ("ghbuild publish nightly --dr", ["--dry-run"]),
     ("ghbuild prune --a", ["--apply"]),
     ("ghbuild build --arch ", ["amd64", "arm64"]),
-    ("ghbuild build --backend ", ["buildx", "engine"]),
+    ("ghbuild build --backend ", ["buildx"]),
     ("ghbuild completion ", ["bash", "zsh"]),
 ])
 def test_bash_completes_commands_flags_and_choices(bash_script, tmp_path, line, expected):

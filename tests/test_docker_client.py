@@ -42,14 +42,20 @@ def test_a_client_with_buildx_builds_with_buildx(tmp_path):
     assert client.backend == "buildx"
 
 
-def test_a_new_client_without_buildx_is_passed_over_for_an_older_one_that_drives_buildkit(tmp_path):
-    new = fake_docker(tmp_path / "a", "docker", "28.2.2", "28.2.2", buildx=False)
-    old = fake_docker(tmp_path / "b", "docker", "20.10.24+dfsg1", "20.10.24+dfsg1", buildx=False)
-    env = {**env_with(new, tmp_path), "PATH": str(tmp_path / "b")}
+def test_a_client_without_buildx_is_passed_over_with_the_reason(tmp_path):
+    """Every build is `docker buildx build`: a client without the plugin (bookworm's 20.10, a 28.x CLI alone)
+    is passed over for one that has it, and when none has it the error says what to install."""
+    old = fake_docker(tmp_path / "a", "docker", "20.10.24+dfsg1", "26.1.5", buildx=False)
+    new = fake_docker(tmp_path / "b", "docker", "26.1.5", "26.1.5", buildx=True)
+    # DOCKER_HOST to nowhere: the machine's own /usr/bin/docker (the last candidate) cannot be chosen instead.
+    nowhere = f"unix://{tmp_path}/none.sock"
+    env = {**env_with(old, tmp_path, DOCKER_HOST=nowhere), "PATH": str(tmp_path / "b")}
     client = docker_client.find_client(env)
-    assert (client.path, client.version, client.backend) == (old, "20.10.24+dfsg1", "engine")
-    with pytest.raises(EngineError, match=r"no buildx plugin"):
-        docker_client.find_client(env, backend="buildx")
+    assert (client.path, client.version, client.backend) == (new, "26.1.5", "buildx")
+    with pytest.raises(EngineError) as caught:
+        docker_client.find_client({**env, "PATH": str(tmp_path / "empty")})
+    assert str(caught.value).startswith(f"no usable docker client: {old}: client 20.10.24+dfsg1 has no buildx plugin "
+                                        "(ghbuild builds with `docker buildx build`: install the plugin")
 
 
 def test_an_unreachable_engine_is_named_with_the_clients_own_words(tmp_path):
@@ -87,15 +93,13 @@ def test_a_dry_run_asks_no_engine_and_finds_buildx_where_the_cli_would(tmp_path)
     assert not (tmp_path / "conf" / "cli-plugins" / "plugin-ran").exists()
 
 
-def test_a_dry_run_without_a_buildx_plugin_passes_a_new_client_over(tmp_path):
+def test_a_dry_run_without_a_buildx_plugin_names_it(tmp_path, monkeypatch):
     new = fake_docker(tmp_path / "a", "docker", "28.2.2", "28.2.2", buildx=True)   # answers `buildx`: not asked
-    old = fake_docker(tmp_path / "b", "docker", "20.10.24+dfsg1", "20.10.24+dfsg1", buildx=False)
-    env = {**env_with(new, tmp_path, DOCKER_CONFIG=str(tmp_path / "conf")), "PATH": str(tmp_path / "b")}
+    env = {**env_with(new, tmp_path, DOCKER_CONFIG=str(tmp_path / "conf")), "PATH": str(tmp_path / "empty")}
     plugin(tmp_path / "conf" / "cli-plugins", executable=False)      # the CLI runs no plugin it cannot execute
-    client = docker_client.ClientProbe(env, engine=False).client()
-    assert (client.path, client.version, client.backend) == (old, "20.10.24+dfsg1", "engine")
-    with pytest.raises(EngineError, match=rf"no usable docker client: {new}: no buildx plugin; {old}: no buildx"):
-        docker_client.ClientProbe(env, engine=False).client("buildx")
+    monkeypatch.setattr(docker_client, "SYSTEM_PLUGIN_DIRS", ())   # not the machine's own plugin
+    with pytest.raises(EngineError, match=rf"no usable docker client: {new}: client 28.2.2 has no buildx plugin"):
+        docker_client.ClientProbe(env, engine=False).client()
 
 
 def test_the_plugin_folders_are_the_clis_own_in_its_order(tmp_path):

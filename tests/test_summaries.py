@@ -60,17 +60,19 @@ def test_build_outputs_metadata_in_build_push_actions_shape(tmp_path, monkeypatc
     summary.write_text("")
     monkeypatch.setenv("GITHUB_OUTPUT", str(output))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    digest, image_id = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    # On the containerd image store the engine's image id is the manifest digest, not the config digest.
+    digest, config_digest = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    image_id = digest
     tags = ["ghcr.io/org/ci-cpu:abc-x86_64", "ghcr.io/org/ci-cpu:main-x86_64"]
-    report = build.BuildReport(image="cpu", arch="amd64", platform="linux/amd64", backend="engine", target=None,
-                               command="docker build ...", ref=f"ghcr.io/org/ci-cpu@{digest}", digest=digest,
-                               image_id=image_id, tags=tags, pushed=True)
+    report = build.BuildReport(image="cpu", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
+                               command="docker buildx build ...", ref=f"ghcr.io/org/ci-cpu@{digest}", digest=digest,
+                               image_id=image_id, config_digest=config_digest, tags=tags, pushed=True)
     build.outputs(report)
     outputs = read_outputs(output.read_text())
     assert json.loads(outputs["metadata"]) == {"containerimage.digest": digest,
-                                               "containerimage.config.digest": image_id,
+                                               "containerimage.config.digest": config_digest,
                                                "image.name": ",".join(tags)}
     assert outputs["digest"] == digest and outputs["image-id"] == image_id   # the names it had stay
     output.write_text("")
     build.outputs(build.BuildReport(**{**vars(report), "pushed": False, "digest": None, "ref": None}))
-    assert json.loads(read_outputs(output.read_text())["metadata"]) == {"containerimage.config.digest": image_id}
+    assert json.loads(read_outputs(output.read_text())["metadata"]) == {"containerimage.config.digest": config_digest}

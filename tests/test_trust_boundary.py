@@ -187,7 +187,7 @@ def test_what_an_image_says_about_itself_is_escaped_in_the_job_summary():
              "hit_rate": 0.5, "hits_by_language": {HOSTILE: 1}, "misses_by_language": {}, "not_cacheable": 0,
              "not_cached_reasons": {}, "write_errors": 0, "read_errors": 0, "compile_requests": 2, "seconds": 1,
              "from_layer_cache": False, "cache_location": None}
-    report = build.BuildReport(image="app", arch="amd64", platform="linux/amd64", backend="engine", target=None,
+    report = build.BuildReport(image="app", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
                                command="docker build", ref="r/app@sha256:" + "a" * 64,
                                warnings=[f"sccache in stage {HOSTILE}: fell back"],
                                sccache={"mode": HOSTILE, "hits": 1, "misses": 1, "hit_rate": 0.5,
@@ -218,41 +218,50 @@ def test_records_and_refs_are_escaped_in_the_digests_summary():
 
 FAKE_DOCKER = """#!/bin/sh
 printf '%s\n' "$*" >> "$FAKE_DOCKER_LOG"
+made="$FAKE_DOCKER_LOG.builders"
 case "$*" in
-  "version --format {{.Client.Version}}"*"{{.Server.Version}}"*) printf '%s\n%s\n' "$FAKE_DOCKER_VERSION" 20.10.24 ;;
-  "buildx version") [ "$FAKE_BUILDX" = 1 ] || exit 1; echo "github.com/docker/buildx v0.17.0" ;;
-  "buildx inspect "*) exit 1 ;;
+  "version --format {{.Client.Version}}"*"{{.Server.Version}}"*) printf '%s\n%s\n' 27.3.1 27.3.1 ;;
+  "buildx version") echo "github.com/docker/buildx v0.17.0" ;;
+  "context show") echo default ;;
+  "--context default info"*) echo '[["driver-type","io.containerd.snapshotter.v1"]]' ;;
+  "buildx create --name "*) set -- $*; echo "$4" >> "$made" ;;
+  "buildx inspect default") printf 'Name: default\nDriver: docker\nBuildKit version: v0.16.0\n' ;;
+  "buildx inspect "*) set -- $*; name=$(eval echo \\${$#})
+     grep -qx "$name" "$made" 2>/dev/null || exit 1
+     printf 'Name: %s\nDriver: docker-container\nBuildKit version: v0.17.0\n' "$name" ;;
 esac
 exit 0
 """
 
 
-@pytest.mark.parametrize("buildx", [True, False], ids=["buildx", "engine"])
-@pytest.mark.parametrize("context, runner, trusted, pruned", [
-    (TRUSTED_PUSH, "self-hosted", True, False),
-    (BRANCH_PUSH, "self-hosted", False, True),
-    (SAME_REPO_PR, "self-hosted", False, True),
-    (BRANCH_PUSH, "github-hosted", False, False),
-], ids=["trusted", "branch", "same-repo PR", "hosted"])
-def test_untrusted_builds_never_leave_cache_mounts_for_trusted_ones(project, tmp_path, buildx, context, runner,
-                                                                     trusted, pruned):
+@pytest.mark.parametrize("context, runner, builder, pruned", [
+    (TRUSTED_PUSH, "self-hosted", "default", False),
+    (BRANCH_PUSH, "self-hosted", "default", True),
+    (SAME_REPO_PR, "self-hosted", "default", True),
+    (TRUSTED_PUSH, "github-hosted", "ghbuild", False),
+    (BRANCH_PUSH, "github-hosted", "ghbuild-untrusted", False),
+], ids=["trusted", "branch", "same-repo PR", "hosted trusted", "hosted branch"])
+def test_untrusted_builds_never_leave_cache_mounts_for_trusted_ones(project, tmp_path, context, runner, builder,
+                                                                     pruned):
+    """GitHub-hosted: one docker-container builder per trust level (the runner is thrown away after the job).
+    Self-hosted: the engine's own builder, which every build on that engine shares, so an untrusted build's
+    cache mounts are pruned when it ends."""
     fake = tmp_path / "docker"
     fake.write_text(FAKE_DOCKER)
     fake.chmod(0o755)
     log = tmp_path / "docker.log"
-    env = {"GHBUILD_DOCKER_CLI": str(fake), "FAKE_DOCKER_LOG": str(log), "FAKE_BUILDX": "1" if buildx else "0",
-           "FAKE_DOCKER_VERSION": "27.3.1" if buildx else "20.10.24", "RUNNER_ENVIRONMENT": runner,
+    env = {"GHBUILD_DOCKER_CLI": str(fake), "FAKE_DOCKER_LOG": str(log), "RUNNER_ENVIRONMENT": runner,
            "GHBUILD_SCCACHE_ENABLED": "false"}
     proc = ghbuild(project, "build", "--image", "app", "--arch", "amd64", "--sha", SHA, *context, env=env)
     assert proc.returncode == 0, proc.stderr
     calls = log.read_text().splitlines()
-    if buildx:
-        builder = "ghbuild" if trusted else "ghbuild-untrusted"
-        assert any(c.startswith(f"buildx create --name {builder} ") for c in calls), calls
-        assert any(c.startswith("buildx build") and f"--builder {builder}" in c for c in calls), calls
-        prune = f"buildx prune --builder {builder} --force --filter type=exec.cachemount"
+    created = [c for c in calls if c.startswith("buildx create")]
+    if builder == "default":
+        assert created == [], calls
     else:
-        prune = "builder prune --force --filter type=exec.cachemount"
+        assert [c.split()[3] for c in created] == [builder] and "--driver docker-container" in created[0], calls
+    assert any(c.startswith("buildx build") and f"--builder {builder}" in c for c in calls), calls
+    prune = f"buildx prune --builder {builder} --force --filter type=exec.cachemount"
     assert (prune in calls) is pruned, calls
 
 

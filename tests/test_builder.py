@@ -1,0 +1,199 @@
+"""Which buildx builder a build runs on (docker_client.resolve_builder) and whether it can use the GitHub
+Actions cache (ghacache): decided from what a docker CLI answers, here a fake one that records every call."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from ghbuild import docker_client, ghacache
+from ghbuild.errors import ConfigError, EngineError
+
+FAKE = r"""#!/bin/sh
+echo "$*" >> "$FAKE_DIR/asked"
+last=$(eval echo \${$#})
+case "$*" in
+  "context show") echo "${FAKE_CONTEXT:-default}" ;;
+  "--context "*" info"*) [ -e "$FAKE_DIR/classic" ] && echo '[["Backing Filesystem","extfs"]]' \
+                           || echo '[["driver-type","io.containerd.snapshotter.v1"]]' ;;
+  "buildx create "*)
+     [ -e "$FAKE_DIR/no-create" ] && { echo 'ERROR: failed to resolve reference "docker.io/moby/buildkit"' >&2; exit 1; }
+     set -- $*; echo "$4" >> "$FAKE_DIR/builders" ;;
+  "context create "*) set -- $*; echo "$3" >> "$FAKE_DIR/contexts" ;;
+  "buildx inspect "*)
+     if [ "$last" = "${FAKE_CONTEXT:-default}" ] || grep -qx "$last" "$FAKE_DIR/contexts" 2>/dev/null; then
+       printf 'Name:   %s\nDriver: docker\n\nNodes:\nName: %s\nBuildKit version: v0.0.0+unknown\n' "$last" "$last"
+     elif grep -qx "$last" "$FAKE_DIR/builders" 2>/dev/null; then
+       printf 'Name:   %s\nDriver: %s\n\nNodes:\nBuildKit version: v0.21.1\n' "$last" "$(cat "$FAKE_DIR/driver")"
+     else
+       echo "ERROR: no builder \"$last\" found" >&2; exit 1
+     fi ;;
+  *) exit 3 ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    path = tmp_path / "docker"
+    path.write_text(FAKE)
+    path.chmod(0o755)
+    (tmp_path / "driver").write_text("docker-container")
+    monkeypatch.setenv("FAKE_DIR", str(tmp_path))
+    return docker_client.DockerClient(str(path), "26.1.5", buildx=True)
+
+
+def asked(tmp_path: Path) -> list[str]:
+    return (tmp_path / "asked").read_text().splitlines()
+
+
+def env(tmp_path, **extra):
+    import os
+
+    return {"PATH": os.environ["PATH"], "FAKE_DIR": str(tmp_path), **extra}
+
+
+def test_without_a_setting_the_engines_own_builder_is_used(fake, tmp_path):
+    builder = docker_client.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path))
+    assert builder == docker_client.Builder("default", "docker", "v0.0.0+unknown", "containerd")
+    assert builder.cache_export_problem is None
+    assert not any(call.startswith(("buildx create", "context create")) for call in asked(tmp_path))
+    assert builder.describe() == "default (docker driver, BuildKit v0.0.0+unknown, containerd image store)"
+
+
+def test_the_current_context_is_the_engines_builder(fake, tmp_path):
+    builder = docker_client.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, FAKE_CONTEXT="ci"))
+    assert builder.name == "ci" and builder.driver == "docker"
+
+
+def test_the_docker_driver_on_the_classic_store_exports_no_cache(fake, tmp_path):
+    (tmp_path / "classic").write_text("")
+    builder = docker_client.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path))
+    assert builder.image_store == "classic"
+    assert "containerd image store" in builder.cache_export_problem and "build.builder" in builder.cache_export_problem
+
+
+@pytest.mark.parametrize("trusted, name", [(True, "ghbuild"), (False, "ghbuild-untrusted")])
+def test_github_hosted_runners_get_a_docker_container_builder_per_trust_level(fake, tmp_path, trusted, name):
+    hosted = env(tmp_path, RUNNER_ENVIRONMENT="github-hosted")
+    builder = docker_client.resolve_builder(fake, None, "host", trusted=trusted, env=hosted)
+    assert (builder.name, builder.driver, builder.buildkit) == (name, "docker-container", "v0.21.1")
+    created = [c for c in asked(tmp_path) if c.startswith("buildx create")]
+    assert created == [f"buildx create --name {name} --driver docker-container --driver-opt network=host "
+                       "--buildkitd-flags --allow-insecure-entitlement network.host --bootstrap"]
+    docker_client.resolve_builder(fake, None, "host", trusted=trusted, env=hosted)     # created once
+    assert len([c for c in asked(tmp_path) if c.startswith("buildx create")]) == 1
+
+
+def test_a_builder_that_cannot_be_created_is_one_line_naming_build_builder(fake, tmp_path):
+    (tmp_path / "no-create").write_text("")
+    with pytest.raises(EngineError) as caught:
+        docker_client.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path, RUNNER_ENVIRONMENT="github-hosted"))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("build.builder is not set, so ghbuild creates the "
+                                                      "docker-container builder ghbuild")
+    assert 'failed to resolve reference "docker.io/moby/buildkit"' in message
+    assert "set build.builder to a builder that exists" in message
+
+
+def test_a_named_builder_must_exist(fake, tmp_path):
+    with pytest.raises(ConfigError, match=r"^build.builder: no buildx builder or docker context named 'nope'"):
+        docker_client.resolve_builder(fake, "nope", "host", trusted=True, env=env(tmp_path))
+    (tmp_path / "builders").write_text("mine\n")
+    assert docker_client.resolve_builder(fake, "mine", "host", trusted=True, env=env(tmp_path)).name == "mine"
+
+
+class Listener:
+    """A loopback TCP server answering each connection with `answer` (or closing it at once)."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.answer = answer
+        self.endpoint = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            while True:
+                conn, _ = self.sock.accept()
+                with conn:
+                    conn.recv(4096)
+                    if self.answer:
+                        conn.sendall(self.answer)
+        except OSError:
+            return
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_an_address_where_a_docker_engine_answers_becomes_a_docker_context(fake, tmp_path):
+    engine = Listener(b"HTTP/1.1 200 OK\r\nApi-Version: 1.45\r\nContent-Length: 2\r\n\r\nOK")
+    try:
+        builder = docker_client.resolve_builder(fake, engine.endpoint, "host", trusted=True, env=env(tmp_path))
+    finally:
+        engine.close()
+    assert builder.name.startswith("ghbuild-engine-") and builder.driver == "docker"
+    assert f"context create {builder.name} --docker host={engine.endpoint}" in asked(tmp_path)
+
+
+def test_an_address_where_buildkit_answers_gets_the_remote_driver(fake, tmp_path):
+    (tmp_path / "driver").write_text("remote")
+    buildkitd = Listener(b"")           # gRPC over HTTP/2: no HTTP/1 answer to /_ping
+    try:
+        builder = docker_client.resolve_builder(fake, buildkitd.endpoint, "host", trusted=False, env=env(tmp_path))
+    finally:
+        buildkitd.close()
+    assert (builder.name, builder.driver) == ("ghbuild-remote-untrusted", "remote")
+    assert f"buildx create --name ghbuild-remote-untrusted --driver remote {buildkitd.endpoint}" in asked(tmp_path)
+
+
+def test_an_address_where_nothing_answers_is_named(fake, tmp_path):
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    with pytest.raises(EngineError, match=rf"^build.builder: nothing answers at tcp://127.0.0.1:{port} "):
+        docker_client.resolve_builder(fake, f"tcp://127.0.0.1:{port}", "host", trusted=True, env=env(tmp_path))
+
+
+# --------------------------------------------------------------------------- the GitHub Actions cache
+
+OLD = docker_client.Builder("default", "docker", "v0.0.0+unknown", "containerd")
+NEW = docker_client.Builder("ghbuild", "docker-container", "v0.21.1")
+V2 = {"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_RESULTS_URL": "https://results/", "ACTIONS_CACHE_URL": "https://c/",
+      "ACTIONS_CACHE_SERVICE_V2": "True"}
+V1 = {"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_CACHE_URL": "http://127.0.0.1:1234/"}
+
+
+def test_versions_are_read_and_an_unknown_one_is_none():
+    assert ghacache.version_tuple("v0.13.2") == (0, 13, 2)
+    assert ghacache.version_tuple("github.com/docker/buildx 0.13.1+ds1 0.13.1+ds1-3") == (0, 13, 1)
+    assert ghacache.version_tuple("v0.0.0+unknown") is None and ghacache.version_tuple("") is None
+
+
+def test_the_v2_service_needs_a_current_buildkit_and_an_unknown_version_is_not_a_pass():
+    assert ghacache.service(V2) == "v2"
+    assert ghacache.problem(V2, NEW, "github.com/docker/buildx v0.21.0 abc") is None
+    why = ghacache.problem(V2, OLD)
+    assert "needs BuildKit >= 0.20" in why and "runs BuildKit v0.0.0+unknown" in why and "not taken as new" in why
+    assert "set build.builder" in why
+    assert "needs BuildKit >= 0.20" in ghacache.problem(V2, NEW._replace(buildkit="v0.19.9"))
+    assert "needs buildx >= 0.21" in ghacache.problem(V2, NEW, "github.com/docker/buildx 0.13.1+ds1 0.13.1+ds1-3")
+
+
+def test_the_legacy_service_as_act_serves_it_takes_any_buildkit():
+    assert ghacache.service(V1) == "v1" and ghacache.problem(V1, OLD) is None
+    # A results URL without the v2 switch and with a legacy URL: BuildKit speaks the legacy API.
+    assert ghacache.service({**V1, "ACTIONS_RESULTS_URL": "https://results/"}) == "v1"
+
+
+def test_no_token_or_no_service_is_named():
+    assert "ACTIONS_RUNTIME_TOKEN is not in the environment" in ghacache.problem({}, NEW)
+    assert "neither ACTIONS_RESULTS_URL nor ACTIONS_CACHE_URL" in ghacache.problem({"ACTIONS_RUNTIME_TOKEN": "t"}, NEW)
