@@ -189,7 +189,9 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             report.sccache = {"mode": decision.mode, "reason": decision.reason, "hits": 0, "misses": 0,
                               "hit_rate": None, "stages": {}}
             return report
-        ctx = BuildContext(job, image, stages, settings, workdir, env, {**env, **command.env}, redact,
+        # The built image is read (layer audit) on the engine that holds it: another context's, if so.
+        engine_env = {**env, "DOCKER_HOST": builder.docker_host} if builder.docker_host else env
+        ctx = BuildContext(job, image, stages, settings, workdir, engine_env, {**env, **command.env}, redact,
                            plan.trust.trusted)
         try:
             log_text = _build(report, ctx, command, echo=request.echo)
@@ -348,6 +350,7 @@ def _settings(plan: Plan, options: Options, job: Job, client: docker_client.Dock
         extra_args["BASE_IMAGE"] = base_image
     return buildcmd.BuildSettings(
         docker=client.path, project_dir=options.project_dir, builder=builder.name, driver=builder.driver,
+        context=builder.context,
         gha_problem=ghacache.problem(env, builder), cache_export_problem=builder.cache_export_problem,
         network=None if options.build.network == "default" else options.build.network,
         push=push, extra_build_args=extra_args,
@@ -411,7 +414,7 @@ def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: dock
     builder is shared by every build on that engine). Hosted runners are thrown away after the job."""
     if plan.trust.trusted or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
         return
-    failure = docker_client.prune_cache_mounts(client, builder.name, env)
+    failure = docker_client.prune_cache_mounts(client, builder, env)
     report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
 

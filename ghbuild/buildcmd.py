@@ -29,6 +29,7 @@ class BuildSettings(NamedTuple):
     docker: str = "docker"
     project_dir: Path = Path(".")
     builder: str | None = None          # buildx builder name (or docker context)
+    context: str | None = None          # another docker context's own builder: `docker --context NAME buildx`
     driver: str = "docker-container"    # the builder's buildx driver
     gha_problem: str | None = None      # why this builder and environment cannot use type=gha (None: they can)
     cache_export_problem: str | None = None   # why this builder cannot export any cache (None: it can)
@@ -63,9 +64,11 @@ def _kv(spec: str) -> dict[str, str]:
 def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
     project = settings.project_dir
     skipped: list[str] = []
-    argv: list[str] = [settings.docker, "buildx", "build"]
-    if settings.builder:
-        argv += ["--builder", settings.builder]
+    argv: list[str] = [settings.docker]
+    if settings.context:
+        argv += ["--context", settings.context, "buildx", "build"]
+    else:
+        argv += ["buildx", "build", *(["--builder", settings.builder] if settings.builder else [])]
     argv += ["--progress", "plain", "--platform", job.platform, "--file", str(project / job.dockerfile)]
     if job.target:
         argv += ["--target", job.target]

@@ -47,6 +47,9 @@ class Builder(NamedTuple):
     driver: str                 # docker, docker-container, remote, kubernetes, ...
     buildkit: str               # the version its node reports ("v0.13.2"; Debian's build: "v0.0.0+unknown")
     image_store: str | None = None   # the docker driver's engine: "containerd" or "classic"
+    context: str | None = None       # a docker context other than the current one (docker driver): buildx
+                                     # reaches its builder only as `docker --context NAME buildx ...`
+    docker_host: str | None = None   # that context's engine, where the built image is read for the audit
 
     @property
     def cache_export_problem(self) -> str | None:
@@ -268,7 +271,11 @@ def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], boo
     driver = fields.get("driver", "")
     buildkit = fields.get("buildkit version") or fields.get("buildkit") or ""
     store = _image_store(client, name, env) if driver == "docker" else None
-    return Builder(name=name, driver=driver, buildkit=buildkit, image_store=store)
+    builder = Builder(name=name, driver=driver, buildkit=buildkit, image_store=store)
+    if driver == "docker" and name != current_context(client, env):
+        host = _run([client.path, "context", "inspect", name, "--format", "{{.Endpoints.docker.Host}}"], env)
+        builder = builder._replace(context=name, docker_host=host.stdout.strip() or None)
+    return builder
 
 
 def _image_store(client: DockerClient, context: str, env: Mapping[str, str]) -> str:
@@ -395,8 +402,17 @@ def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | N
 def image_history(env: Mapping[str, str], image_id: str) -> list[dict]:
     """The image's history entries, oldest first."""
     docker = require("docker", "docker", "reading an image's history")
+    client = docker_sdk(env)
     try:
-        return list(reversed(docker_sdk(env).api.history(image_id)))
+        return list(reversed(client.api.history(image_id)))
+    except docker.errors.APIError as exc:
+        # The containerd image store sizes each layer from its unpacked snapshot, and an image exported from
+        # imported cache records is not unpacked yet: creating a container unpacks it, then history answers.
+        if "snapshot" not in str(exc.explanation or exc):
+            raise EngineError(f"docker history {image_id}: {exc.explanation or exc}") from None
+    try:
+        client.containers.create(image_id, command=["/nonexistent"], entrypoint=[]).remove(force=True)
+        return list(reversed(client.api.history(image_id)))
     except docker.errors.APIError as exc:
         raise EngineError(f"docker history {image_id}: {exc.explanation or exc}") from None
 
@@ -426,10 +442,11 @@ def image_files(env: Mapping[str, str], image_id: str, folder: str, suffix: str)
         container.remove(force=True)
 
 
-def prune_cache_mounts(client: DockerClient, builder: str, env: Mapping[str, str]) -> str | None:
+def prune_cache_mounts(client: DockerClient, builder: Builder, env: Mapping[str, str]) -> str | None:
     """Drop the builder's `RUN --mount=type=cache` contents (exec.cachemount records), which no cache key
     covers. Returns why it failed, or None."""
-    argv = [client.path, "buildx", "prune", "--builder", builder]
+    argv = [client.path, "buildx", "prune", "--builder", builder.name] if builder.context is None else \
+        [client.path, "--context", builder.context, "buildx", "prune"]
     try:
         proc = _run([*argv, "--force", "--filter", "type=exec.cachemount"], env, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:

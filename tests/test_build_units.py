@@ -116,6 +116,11 @@ def test_fork_pull_request_command_writes_no_cache_and_pushes_nothing(tmp_path):
     assert tos == [f"type=gha,scope={job.cache_to[0].split('scope=')[1]}"] and "main-cpu" not in tos[0]
 
 
+def test_another_contexts_builder_is_reached_through_the_context(tmp_path):
+    argv = buildcmd.build_command(_job(tmp_path), _settings(builder="ci", context="ci", driver="docker")).argv
+    assert list(argv[:5]) == ["/usr/bin/docker", "--context", "ci", "buildx", "build"] and "--builder" not in argv
+
+
 def test_display_quotes_arguments(tmp_path):
     cmd = buildcmd.build_command(_job(tmp_path), _settings(extra_build_args={"X": "a b"}))
     assert "'X=a b'" in cmd.display() and cmd.display().startswith("/usr/bin/docker buildx build")

@@ -23,6 +23,7 @@ case "$*" in
      [ -e "$FAKE_DIR/no-create" ] && { echo 'ERROR: failed to resolve reference "docker.io/moby/buildkit"' >&2; exit 1; }
      set -- $*; echo "$4" >> "$FAKE_DIR/builders" ;;
   "context create "*) set -- $*; echo "$3" >> "$FAKE_DIR/contexts" ;;
+  "context inspect "*) echo "tcp://127.0.0.1:2375" ;;
   "buildx inspect "*)
      if [ "$last" = "${FAKE_CONTEXT:-default}" ] || grep -qx "$last" "$FAKE_DIR/contexts" 2>/dev/null; then
        printf 'Name:   %s\nDriver: docker\n\nNodes:\nName: %s\nBuildKit version: v0.0.0+unknown\n' "$last" "$last"
@@ -140,6 +141,8 @@ def test_an_address_where_a_docker_engine_answers_becomes_a_docker_context(fake,
     finally:
         engine.close()
     assert builder.name.startswith("ghbuild-engine-") and builder.driver == "docker"
+    # buildx reaches another context's own builder only through `docker --context NAME buildx`.
+    assert builder.context == builder.name and builder.docker_host == "tcp://127.0.0.1:2375"
     assert f"context create {builder.name} --docker host={engine.endpoint}" in asked(tmp_path)
 
 

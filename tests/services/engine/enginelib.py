@@ -235,7 +235,8 @@ class Session:
 
     def docker_build(self, *args: str, tag: str | None = None, timeout: float = 900,
                      ) -> subprocess.CompletedProcess:
-        """`DOCKER_BUILDKIT=1 docker build` straight at the engine (no ghbuild), from the repo root."""
+        """`docker build` straight at the engine (no ghbuild; the client runs it through buildx on the engine's
+        own builder), from the repo root."""
         argv = [self.docker, "build", "--progress", "plain", "--file", str(REPO / "docker" / "Dockerfile.cpu"),
                 "--network", "host", "--build-arg", f"BASE_IMAGE={self.local['GHBUILD_BUILD_BASE_IMAGE']}",
                 "--build-arg", f"GHBUILD_SCCACHE_IMAGE={self.local['GHBUILD_SCCACHE_HELPER_IMAGE']}"]

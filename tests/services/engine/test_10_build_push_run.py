@@ -13,7 +13,8 @@ from ghbuild.naming import split_reference
 def test_report_names_the_pushed_image(first_build, session):
     report = first_build.report
     assert report["pushed"] is True
-    assert report["backend"] == "engine"
+    assert report["backend"] == "buildx"
+    assert report["builder"].startswith("default (docker driver")
     assert report["target"] == "runtime"
     assert report["digest"].startswith("sha256:") and len(report["digest"]) == 71
     tag = f"{session.registry.host}/ghbuild-test-{session.sid}/cpu:{session.sha('first')}-x86_64"
@@ -21,7 +22,7 @@ def test_report_names_the_pushed_image(first_build, session):
     assert report["ref"] == f"{session.registry.host}/ghbuild-test-{session.sid}/cpu@{report['digest']}"
     assert report["budget_failures"] == []
     # The human summary goes to stderr, the JSON alone to stdout.
-    assert "ghbuild: built cpu/amd64 (engine)" in first_build.stderr
+    assert "ghbuild: built cpu/amd64 (buildx)" in first_build.stderr
     assert report["ref"] in first_build.stderr
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tarfile
+import zlib
 
 import pytest
 
@@ -43,8 +44,25 @@ def cpp_stage_build(session, first_build):
     return run, report
 
 
+def _chunks(stream, size: int = 1 << 20):
+    """The member's bytes, gunzipped when they are gzip (the containerd image store saves layers as the
+    compressed blobs it holds, in an OCI layout; the classic store saves `<id>/layer.tar`)."""
+    first = stream.read(size)
+    if first[:2] != b"\x1f\x8b":
+        yield first
+        yield from iter(lambda: stream.read(size), b"")
+        return
+    inflate = zlib.decompressobj(wbits=47)
+    chunk = first
+    while chunk:
+        yield inflate.decompress(chunk)
+        chunk = stream.read(size)
+    yield inflate.flush()
+
+
 def scan_image(session, image: str, needles: dict[str, str]) -> tuple[int, dict[str, list[str]]]:
-    """`docker save` streamed through tarfile: (layer tars seen, {needle label: [archive members holding it]})."""
+    """`docker save` streamed through tarfile: (layer tars seen, {needle label: [archive members holding it]}).
+    A layer is a member that is (once gunzipped) a tar archive."""
     proc = subprocess.Popen([session.docker, "save", image], env=session.base_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     encoded = {label: text.encode() for label, text in needles.items()}
@@ -55,18 +73,20 @@ def scan_image(session, image: str, needles: dict[str, str]) -> tuple[int, dict[
         for member in outer:
             if not member.isfile():
                 continue
-            if member.name.endswith("layer.tar"):
-                layers += 1
             stream = outer.extractfile(member)
             assert stream is not None
             # A layer tar stores each file's bytes contiguously: a plain byte search sees them all.
-            tail = b""
-            while chunk := stream.read(1 << 20):
+            tail, head = b"", b""
+            for chunk in _chunks(stream):
+                if len(head) < 512:
+                    head += chunk[:512]
                 window = tail + chunk
                 for label, needle in encoded.items():
                     if needle in window and member.name not in found[label]:
                         found[label].append(member.name)
                 tail = window[-overlap:]
+            if head[257:262] == b"ustar":
+                layers += 1
     rc = proc.wait(timeout=600)
     assert rc == 0, proc.stderr.read().decode(errors="replace") if proc.stderr else rc
     return layers, found

@@ -37,7 +37,7 @@ def test_dry_run_prints_one_command_line(fresh_dry_run, session):
     lines = run.stdout.strip().splitlines()
     assert len(lines) == 1, run.stdout
     argv = shlex.split(lines[0])
-    assert argv[:3] == ["DOCKER_BUILDKIT=1", session.docker, "build"]
+    assert argv[:5] == [session.docker, "buildx", "build", "--builder", "default"]
     tag = f"{session.registry.host}/ghbuild-test-{session.sid}-dry/cpu:{session.sha('dry')}-x86_64"
     pairs = list(zip(argv, argv[1:]))
     assert ("--tag", tag) in pairs

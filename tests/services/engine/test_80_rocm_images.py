@@ -94,7 +94,7 @@ def test_rocm_base_is_pushed_by_digest_with_its_stages(session, rocm_base):
         assert stage in report["stages"], report["stages"].keys()
     # No compile stage in the base: nothing for sccache to report.
     assert report["sccache"]["stages"] == {}
-    assert "ghbuild: built rocm-base/amd64 (engine)" in rocm_base.stderr
+    assert "ghbuild: built rocm-base/amd64 (buildx)" in rocm_base.stderr
 
 
 def test_rocm_base_has_toolchain_framework_and_manifest(session, rocm_base):

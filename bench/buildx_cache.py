@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""`ghbuild build` against the plain `docker buildx build` it wraps, on the buildx path, side by side.
+
+Three rows, each run by both tools one after the other in this one process (the machine is noisy):
+  cold            a pruned builder, no local images, a fresh registry cache ref and a fresh S3 prefix;
+  registry cache  `docker builder prune -af` and the local images removed (a fresh runner), then a rebuild that
+                  imports the registry cache (mode=max) the cold build exported;
+  sccache only    pruned again and no layer cache at all (no cache flags): every step runs, the compiles
+                  served by sccache from the S3 prefix the cold build filled.
+"plain" is the command ghbuild itself would run (`ghbuild build --dry-run` prints it), with the same
+`ghbuild_sccache` secret, so it is what docker/build-push-action runs with the same cache flags; the ratio
+is ghbuild's whole cost around it (planning, S3 preflight, helper pinning, the layer audit, the report).
+Also printed: the cache export's share of each cold build (BuildKit's "exporting cache" steps).
+
+Usage: make infra-up && .venv/bin/python bench/buildx_cache.py [--image cpu] [--arch amd64]
+Goal: ghbuild within 1.05x of the plain command on every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))   # the development-only infra package
+
+from infra import localenv  # noqa: E402
+
+GHBUILD = str(ROOT / ".venv/bin/ghbuild")
+GOAL = 1.05
+ROWS = ("cold", "registry cache", "sccache only")
+
+
+def local_env() -> dict[str, str]:
+    if not localenv.path().exists():
+        sys.exit("bench: .ghbuild/local.env missing: run `make infra-up` first")
+    return {**os.environ, **localenv.read()}
+
+
+def docker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([env["GHBUILD_DOCKER_CLI"], *args], env=env, capture_output=True, text=True)
+
+
+def fresh_runner(env: dict[str, str], repos: list[str]) -> None:
+    """As on a new runner: no BuildKit cache and none of the images built here in the engine."""
+    docker(env, "builder", "prune", "-af")
+    listed = docker(env, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    mine = [ref for ref in listed if any(ref.startswith(repo + ":") for repo in repos)]
+    if mine:
+        docker(env, "image", "rm", "-f", *mine)
+
+
+def context_flags(sha: str) -> list[str]:
+    return ["--event", "push", "--repository", "ghbuild/ghbuild", "--ref", "main", "--default-branch", "main",
+            "--sha", sha]
+
+
+def export_seconds(log: str) -> float:
+    """Seconds of BuildKit's `exporting cache ...` steps in a plain-progress log."""
+    names = {m.group(1): m.group(2) for m in re.finditer(r"^#(\d+) (.+)$", log, re.M)}
+    steps = {step for step, name in names.items() if name.startswith("exporting cache")}
+    done = {m.group(1): float(m.group(2)) for m in re.finditer(r"^#(\d+) DONE (\d+(?:\.\d+)?)s$", log, re.M)}
+    return sum(done.get(step, 0.0) for step in steps)
+
+
+class Tool:
+    """One side of the comparison, with its own registry cache ref, staging repository and S3 prefix."""
+
+    def __init__(self, name: str, env: dict[str, str], run_id: str, image: str, arch: str) -> None:
+        self.name, self.image, self.arch = name, image, arch
+        staging = env["GHBUILD_LOCAL_STAGING"]
+        self.repo = f"{staging}/bench-{run_id}-{name}/{image}"
+        self.env = {**env, "GHBUILD_REGISTRIES_STAGING": f"{staging}/bench-{run_id}-{name}/{{image}}",
+                    "GHBUILD_REGISTRIES_CACHE": f"{staging}/bench-{run_id}-{name}/cache",
+                    "GHBUILD_SCCACHE_KEY_PREFIX": f"bench-{run_id}-{name}"}
+
+    def ghbuild_argv(self, sha: str, *extra: str) -> list[str]:
+        return [GHBUILD, "build", "--image", self.image, "--arch", self.arch, "--push", "--json",
+                *context_flags(sha), *extra]
+
+    def run(self, row: str, sha: str, workdir: Path) -> tuple[float, str]:
+        env = {**self.env, "GHBUILD_REGISTRIES_CACHE": ""} if row == "sccache only" else self.env
+        if self.name == "ghbuild":
+            argv = self.ghbuild_argv(sha)
+        else:
+            argv = self.plain_argv(env, sha, workdir)
+        start = time.monotonic()
+        proc = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, errors="replace")
+        seconds = time.monotonic() - start
+        if proc.returncode != 0:
+            sys.exit(f"bench: {self.name} {row} failed (exit {proc.returncode}): "
+                     f"{(proc.stderr.strip().splitlines() or ['(no output)'])[-1]}")
+        return seconds, proc.stderr
+
+    def plain_argv(self, env: dict[str, str], sha: str, workdir: Path) -> list[str]:
+        """The command ghbuild would run, from its dry run, with a real secret file and output paths."""
+        dry = subprocess.run(self.ghbuild_argv(sha, "--dry-run"), env=env, cwd=ROOT, capture_output=True, text=True)
+        if dry.returncode != 0:
+            sys.exit(f"bench: dry run failed: {dry.stderr.strip().splitlines()[-1:]}")
+        argv = shlex.split(dry.stdout.strip().splitlines()[-1])
+        secret = workdir / "ghbuild_sccache"
+        secret.write_text(sccache_secret(env))
+        secret.chmod(0o600)
+        out = []
+        for arg in argv:
+            if arg.startswith("id=ghbuild_sccache,src="):
+                arg = f"id=ghbuild_sccache,src={secret}"
+            elif arg.endswith("/metadata.json"):
+                arg = str(workdir / "metadata.json")
+            elif arg.endswith("/iid"):
+                arg = str(workdir / "iid")
+            out.append(arg)
+        return out
+
+
+def sccache_secret(env: dict[str, str]) -> str:
+    """The `ghbuild_sccache` secret a trusted build gets (the same preflight ghbuild runs)."""
+    from ghbuild import config, sccache
+
+    options = config.load(env.get("GHBUILD_CONFIG"), env=env, cwd=ROOT)
+    return sccache.preflight(options.sccache, None, env).secret_text(with_credentials=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--image", default="cpu")
+    parser.add_argument("--arch", default="amd64")
+    args = parser.parse_args()
+    env = local_env()
+    run_id = uuid.uuid4().hex[:10]
+    tools = [Tool(name, env, run_id, args.image, args.arch) for name in ("ghbuild", "plain")]
+    repos = [tool.repo for tool in tools]
+    results: dict[tuple[str, str], float] = {}
+    exports: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="ghbuild-bench-") as tmp:
+        for row in ROWS:
+            for tool in tools:
+                fresh_runner(env, repos)
+                sha = uuid.uuid4().hex + uuid.uuid4().hex[:8]
+                seconds, log = tool.run(row, sha, Path(tmp))
+                results[(row, tool.name)] = seconds
+                if row == "cold":
+                    exports[tool.name] = export_seconds(log)
+                print(f"  {row:<15} {tool.name:<8} {seconds:7.1f} s", file=sys.stderr, flush=True)
+    print(f"image {args.image}/{args.arch} on the engine's own builder; each row: ghbuild, then the plain command")
+    print(f"{'row':<16}{'ghbuild':>10}{'plain':>10}{'ratio':>8}")
+    ok = True
+    for row in ROWS:
+        g, p = results[(row, "ghbuild")], results[(row, "plain")]
+        ok &= g <= p * GOAL
+        print(f"{row:<16}{g:>9.1f}s{p:>9.1f}s{g / p:>7.2f}x")
+    for name, seconds in exports.items():
+        cold = results[("cold", name)]
+        print(f"cache export in the cold build ({name}): {seconds:.1f} s, {100 * seconds / cold:.0f} % of {cold:.1f} s")
+    print(json.dumps({"rows": {f"{r}/{t}": round(s, 2) for (r, t), s in results.items()},
+                      "export_seconds": exports}))
+    print(f"goal (ghbuild within {GOAL}x of the plain command on every row): {'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
