@@ -46,8 +46,9 @@ test: venv
 	$(PYTEST) -q -m services; rc=$$?; \
 	if [ $$unit -ne 0 ]; then echo "make test: the unit tests failed" >&2; exit $$unit; fi; exit $$rc
 
-# The main job, locally: plan a push to the default branch, build the example CPU image with
-# BuildKit and S3 sccache, push it to the local staging registry, report, and run its self-test.
+# The main job, locally: plan a push to the default branch, build the example CPU image with buildx
+# (the engine's own builder) and S3 sccache, push it to the local staging registry, report, run its
+# self-test, then rebuild it on a pruned builder from the registry cache (per-stage cache hits).
 DEMO_SHA = $(shell git rev-parse HEAD 2>/dev/null || echo 0123456789abcdef0123456789abcdef01234567)
 DEMO_CONTEXT = --event push --repository ghbuild/ghbuild --ref main --default-branch main --sha $(DEMO_SHA)
 demo: infra-up
@@ -62,6 +63,13 @@ demo: infra-up
 	ref=$$($(PY) -c 'import json; print(json.load(open(".ghbuild/demo-report.json"))["ref"])'); \
 	echo && echo "== the pushed image runs: $$ref" && \
 	$$GHBUILD_DOCKER_CLI run --rm "$$ref" && \
+	echo && echo "== a fresh runner: docker builder prune -af and the image removed, then the same build from the registry cache" && \
+	$$GHBUILD_DOCKER_CLI builder prune -af > /dev/null && \
+	$$GHBUILD_DOCKER_CLI image rm -f $$($(PY) -c 'import json; print(" ".join(json.load(open(".ghbuild/demo-report.json"))["tags"]))') > /dev/null && \
+	$(VENV)/bin/ghbuild build --image cpu --arch amd64 --push --json $(DEMO_CONTEXT) \
+		> .ghbuild/demo-rebuild.json 2> .ghbuild/demo-rebuild.log; rc=$$?; \
+	if [ $$rc -ne 0 ]; then tail -n 20 .ghbuild/demo-rebuild.log; exit $$rc; fi; \
+	grep -E '^  (image|builder|layers|engine) ' .ghbuild/demo-rebuild.log && \
 	echo && echo "== the content-addressed ROCm base (on the CPU stand-in): found by identity, or built once" && \
 	$(VENV)/bin/ghbuild identity --image rocm-base $(DEMO_CONTEXT) && \
 	base=$$($(VENV)/bin/ghbuild ensure-base --image rocm-base --quiet $(DEMO_CONTEXT) 2> .ghbuild/demo-base.log) && \

@@ -220,6 +220,10 @@ def build_text(report) -> str:
     if timings:     # the engine's own time (the build subprocess), for the log
         lines.append("  engine   " + ", ".join(f"{key.removesuffix('_seconds')} {value:.2f} s"
                                                for key, value in timings.items()))
+    steps = {name: st for name, st in report.stages.items() if st.get("steps")}
+    if steps:       # what the layer cache served, stage by stage (BuildKit's CACHED steps)
+        lines.append("  layers   " + ", ".join(f"{name} {st.get('cached', 0)}/{st['steps']} cached"
+                                               for name, st in steps.items()))
     for name, st in report.stages.items():
         if "size" in st:
             lines.append(f"    {name:<12} {format_size(st['size'])}")

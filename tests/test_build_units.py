@@ -236,6 +236,11 @@ def test_sccache_summary_counts_rebuilt_stages_and_flags_layer_cached_ones():
                                               sccache=summary, size=None, stages={}, skipped=[], warnings=[],
                                               budget_failures=[], timings={"build_seconds": 1.5, "push_seconds": 0.25}))
     assert "  engine   build 1.50 s, push 0.25 s" in timed.splitlines()
+    staged = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="buildx", ref="r", image_id=None,
+                                               sccache=summary, size=None, skipped=[], warnings=[], budget_failures=[],
+                                               stages={"os-base": {"steps": 3, "cached": 3, "size": 5},
+                                                       "cpp": {"steps": 2, "cached": 0}, "base image": {"size": 9}}))
+    assert "  layers   os-base 3/3 cached, cpp 0/2 cached" in staged.splitlines()
 
 
 def test_sccache_summary_without_stats_is_empty_not_an_error():

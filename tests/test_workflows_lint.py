@@ -349,7 +349,17 @@ def test_build_image_reports_a_gha_cache_that_would_be_dropped(node, tmp_path, f
     assert proc.returncode == 0, proc.stderr
     assert record["argv"] == ["build", "--image", "cpu", "--arch", "amd64"]
     assert "gha-cache=unavailable" in output
-    assert "ACTIONS_RESULTS_URL not in this action's environment" in proc.stdout
+    assert "ACTIONS_RESULTS_URL or ACTIONS_CACHE_URL not in this action's environment" in proc.stdout
+
+
+def test_build_image_hands_over_the_legacy_cache_url_as_act_serves_it(node, tmp_path, fake_ghbuild):
+    """act (and GitHub Enterprise Server) serve the legacy cache API at ACTIONS_CACHE_URL, no results URL."""
+    proc, record, output, _ = run_build_image(node, tmp_path, fake_ghbuild,
+                                              {"image": "cpu", "arch": "amd64", "gha-cache": "true"},
+                                              ACTIONS_RUNTIME_TOKEN="t", ACTIONS_CACHE_URL="http://127.0.0.1:9/x/")
+    assert proc.returncode == 0, proc.stderr
+    assert "gha-cache=available" in output and record["token"] == "t"
+    assert "ACTIONS_RUNTIME_TOKEN and ACTIONS_CACHE_URL handed to this ghbuild run only" in proc.stdout
 
 
 @pytest.mark.parametrize("gha_cache", ["", "false", "FALSE"])

@@ -403,6 +403,12 @@ class ActRun:
     # (seconds since act started, line) for every line of the log, as it arrived: act prints no times of its
     # own, only each step's duration (bench/ci_nochange.py builds its timeline from these).
     stamps: list[tuple[float, str]] = field(default_factory=list)
+    # The GitHub Actions cache entries of BuildKit's type=gha indexes in act's cache store after this run.
+    gha_indexes: frozenset[str] = frozenset()
+
+    def gha_scopes(self) -> set[str]:
+        """The `scope=` values whose type=gha index the store holds after this run."""
+        return {GHA_INDEX_RE.fullmatch(key).group("scope") for key in self.gha_indexes}
 
     @property
     def act_errors(self) -> list[str]:
@@ -478,8 +484,11 @@ class Act:
         vars_file = _write_dotenv(folder / "vars", dict(self.variables))
         argv = [str(ACT), event, "-C", str(tree), "-W", workflow, "-e", str(event_file),
                 "--env-file", str(env_file), "--secret-file", str(secret_file), "--var-file", str(vars_file),
-                "--cache-server-addr", "127.0.0.1", "--cache-server-path", str(folder / "actcache"),
-                "--artifact-server-addr", "127.0.0.1",
+                # act's cache server (the legacy cache API buildx's type=gha speaks) keeps one store per session,
+                # as GitHub keeps a repository's caches between runs; the artifact server's path makes act hand
+                # the steps ACTIONS_RUNTIME_TOKEN, as a runner does.
+                "--cache-server-addr", "127.0.0.1", "--cache-server-path", str(self.scratch / "actcache"),
+                "--artifact-server-addr", "127.0.0.1", "--artifact-server-path", str(folder / "act-artifacts"),
                 "--action-cache-path", str(folder / "act"), "--action-offline-mode",
                 "--defaultbranch", "main", "--actor", "ghbuild-act"]
         for platform in PLATFORMS:
@@ -505,9 +514,24 @@ class Act:
                                    + "\n".join(text.splitlines()[-60:]))
             reader.join(timeout=30)     # a child that kept act's stdout open is not waited for longer
         run = ActRun(name, argv, rc, time.monotonic() - start, log_path.read_text("utf-8", errors="replace"),
-                     log_path, record_dir, artifacts, list(stamps))
+                     log_path, record_dir, artifacts, list(stamps), gha_index_entries(self.scratch / "actcache"))
         self.runs.append(run)
         return run
+
+
+# BuildKit's gha index keys: index-<scope>-1-<8 hex of the token's write scope>#<n> (go-actions-cache's
+# SaveMutable); blob keys are buildkit-blob-1-<digest> and belong to no scope.
+GHA_INDEX_RE = re.compile(r"index-(?P<scope>[a-z0-9._-]+?)-1-[0-9a-f]{8}#[0-9]+")
+
+
+def gha_index_entries(store: Path) -> frozenset[str]:
+    """The index entries in act's cache store (bolthold over bbolt, gob-encoded: each key's bytes stand as they
+    are in the file, and act lower-cases keys); empty when there is no store yet."""
+    try:
+        data = (store / "bolt.db").read_bytes()
+    except OSError:
+        return frozenset()
+    return frozenset(m.group(0).decode() for m in re.finditer(GHA_INDEX_RE.pattern.encode(), data))
 
 
 def assert_green(run: ActRun, jobs_expected: set[str] | tuple[str, ...] = ()) -> None:

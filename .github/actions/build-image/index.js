@@ -1,9 +1,10 @@
 // The build-image action: run `ghbuild build` (or `ghbuild ensure-base`) with the runner's runtime
 // variables in its environment.
 //
-// Why a JavaScript action: the runner gives ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL (the GitHub
-// Actions cache service) to JavaScript actions only, never to `run:` steps, and buildx silently
-// drops a `type=gha` cache without them. This action hands its own environment to the one child
+// Why a JavaScript action: the runner gives ACTIONS_RUNTIME_TOKEN and the cache service's URL
+// (ACTIONS_RESULTS_URL on github.com; ACTIONS_CACHE_URL for the legacy API that act and GitHub Enterprise
+// Server serve) to JavaScript actions only, never to `run:` steps, and buildx silently drops a `type=gha`
+// cache without them. This action hands its own environment to the one child
 // process it starts and to nothing else: it never writes GITHUB_ENV, so no later step sees the token.
 //
 // No dependencies (no @actions/core): inputs come from INPUT_* variables, the only output it writes
@@ -15,7 +16,9 @@ const { spawn } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 
-const RUNTIME_VARS = ['ACTIONS_RUNTIME_TOKEN', 'ACTIONS_RESULTS_URL'];
+const TOKEN_VAR = 'ACTIONS_RUNTIME_TOKEN';
+const CACHE_URL_VARS = ['ACTIONS_RESULTS_URL', 'ACTIONS_CACHE_URL'];
+const RUNTIME_VARS = [TOKEN_VAR, ...CACHE_URL_VARS];
 
 function escapeData(text) {
   return String(text).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
@@ -82,7 +85,7 @@ function command() {
 }
 
 // Everything that lets a process talk to the runner's cache, artifact and OIDC services.
-const SERVICE_VARS = [...RUNTIME_VARS, 'ACTIONS_CACHE_URL', 'ACTIONS_CACHE_SERVICE_V2', 'ACTIONS_RUNTIME_URL',
+const SERVICE_VARS = [...RUNTIME_VARS, 'ACTIONS_CACHE_SERVICE_V2', 'ACTIONS_RUNTIME_URL',
   'ACTIONS_ID_TOKEN_REQUEST_TOKEN', 'ACTIONS_ID_TOKEN_REQUEST_URL'];
 
 function childEnv(ghaCache) {
@@ -97,11 +100,14 @@ function main() {
   const args = command();
   const exe = findGhbuild();
   const ghaCache = booleanInput('gha-cache');
-  const missing = RUNTIME_VARS.filter((name) => !process.env[name]);
+  // The token, and the URL of either cache service (ghbuild tells which one the builder can speak).
+  const missing = [];
+  if (!process.env[TOKEN_VAR]) missing.push(TOKEN_VAR);
+  if (!CACHE_URL_VARS.some((name) => process.env[name])) missing.push(CACHE_URL_VARS.join(' or '));
   if (!ghaCache) {
     // The plan says this run may not write the GitHub Actions cache: the token never reaches the build.
     console.log('ghbuild build-image: gha-cache is not true (the plan forbids GitHub Actions cache writes): ' +
-                `${RUNTIME_VARS.join(' and ')} withheld from ghbuild`);
+                `${TOKEN_VAR} and the cache service URLs withheld from ghbuild`);
     setOutput('gha-cache', 'withheld');
   } else if (missing.length) {
     // ghbuild reports the skipped cache itself (a warning per skipped type=gha ref, in the summary too).
@@ -109,7 +115,8 @@ function main() {
                 'a type=gha layer cache cannot be used in this run (ghbuild skips it and says so)');
     setOutput('gha-cache', 'unavailable');
   } else {
-    console.log(`ghbuild build-image: ${RUNTIME_VARS.join(' and ')} handed to this ghbuild run only ` +
+    const urls = CACHE_URL_VARS.filter((name) => process.env[name]);
+    console.log(`ghbuild build-image: ${[TOKEN_VAR, ...urls].join(' and ')} handed to this ghbuild run only ` +
                 '(type=gha layer cache available)');
     setOutput('gha-cache', 'available');
   }

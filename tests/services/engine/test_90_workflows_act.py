@@ -207,10 +207,22 @@ def test_push_logged_in_with_the_job_token_and_reported_the_gha_cache(act, push_
     logins = [r for r in push_run.records if r["action"] == "login"]
     assert len(logins) == 2 and {r["registry"] for r in logins} == {"ghcr.io"}, logins
     assert all(r["username"] == "ghbuild-act" and r["password_set"] for r in logins)
-    # act gives no runtime token: the build step says so and ghbuild skips the gha cache (it never
-    # reaches buildx to be dropped silently).
-    assert push_run.log.count("ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL not in this action's environment") == 2
-    assert "cache-to type=gha" in push_run.log and "skipped" in push_run.log
+    # act hands the steps a runtime token and its cache server (the legacy cache API) as a runner does: the
+    # build step gives them to ghbuild alone, and buildx exports each arch's layers to its trusted scope there.
+    handed = "ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL and ACTIONS_CACHE_URL handed to this ghbuild run only"
+    assert push_run.log.count(handed) == 2, push_run.failure_context()
+    assert not re.search(r"cache-(from|to) type=gha[^\n]*skipped", push_run.log)
+    assert {"main-cpu-x86_64", "main-cpu-arm64"} <= push_run.gha_scopes(), push_run.gha_indexes
+
+
+def test_fork_pull_request_reads_the_trusted_gha_cache_and_writes_only_its_own(act, push_run, fork_pr_run):
+    """The second run of the session imports the layers the push exported (from the trusted scope), and writes
+    only its own pull request's scope: no index of the trusted scope is added or replaced."""
+    assert re.search(r"importing cache manifest from gha:", fork_pr_run.log), fork_pr_run.failure_context()
+    trusted = {key for key in fork_pr_run.gha_indexes if key.startswith("index-main-")}
+    assert trusted == {key for key in push_run.gha_indexes if key.startswith("index-main-")}
+    new = fork_pr_run.gha_scopes() - push_run.gha_scopes()
+    assert new and all(scope.startswith("pr-") and scope.endswith(("-cpu-x86_64", "-cpu-arm64")) for scope in new), new
 
 
 def test_fork_pull_request_is_green_and_pushes_nothing(act, fork_pr_run):
