@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`ghbuild build` against the plain `docker buildx build` it wraps, on the buildx path, side by side.
 
-Three rows, each run by both tools one after the other in this one process (the machine is noisy):
+Three rows, each run by both tools one after the other in this one process (the machine is noisy), in
+`--reps` repetitions (default 2) with fresh repositories and S3 prefixes each, the tools taking turns to go first:
   cold            a pruned builder, no local images, a fresh registry cache ref and a fresh S3 prefix;
   registry cache  `docker builder prune -af` and the local images removed (a fresh runner), then a rebuild that
                   imports the registry cache (mode=max) the cold build exported;
@@ -10,7 +11,8 @@ Three rows, each run by both tools one after the other in this one process (the 
 "plain" is the command ghbuild itself would run (`ghbuild build --dry-run` prints it), with the same
 `ghbuild_sccache` secret, so it is what docker/build-push-action runs with the same cache flags; the ratio
 is ghbuild's whole cost around it (planning, S3 preflight, helper pinning, the layer audit, the report).
-Also printed: the cache export's share of each cold build (BuildKit's "exporting cache" steps).
+Also printed: each row's per-stage step seconds (from BuildKit's log) and the cache export's share of each
+cold build (BuildKit's "exporting cache" steps).
 
 Usage: make infra-up && .venv/bin/python bench/buildx_cache.py [--image cpu] [--arch amd64]
 Goal: ghbuild within 1.05x of the plain command on every row.
@@ -33,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))   # the development-only infra package
 
+from ghbuild import buildlog  # noqa: E402
 from infra import localenv  # noqa: E402
 
 GHBUILD = str(ROOT / ".venv/bin/ghbuild")
@@ -65,8 +68,10 @@ def context_flags(sha: str) -> list[str]:
 
 
 def export_seconds(log: str) -> float:
-    """Seconds of BuildKit's `exporting cache ...` steps in a plain-progress log."""
-    names = {m.group(1): m.group(2) for m in re.finditer(r"^#(\d+) (.+)$", log, re.M)}
+    """Seconds of BuildKit's `exporting cache ...` steps in a plain-progress log (a step's first line names it)."""
+    names: dict[str, str] = {}
+    for m in re.finditer(r"^#(\d+) (.+)$", log, re.M):
+        names.setdefault(m.group(1), m.group(2))
     steps = {step for step, name in names.items() if name.startswith("exporting cache")}
     done = {m.group(1): float(m.group(2)) for m in re.finditer(r"^#(\d+) DONE (\d+(?:\.\d+)?)s$", log, re.M)}
     return sum(done.get(step, 0.0) for step in steps)
@@ -84,7 +89,9 @@ class Tool:
                     "GHBUILD_SCCACHE_KEY_PREFIX": f"bench-{run_id}-{name}"}
 
     def ghbuild_argv(self, sha: str, *extra: str) -> list[str]:
-        return [GHBUILD, "build", "--image", self.image, "--arch", self.arch, "--push", "--json",
+        # --json also for the dry run would print the report instead of the command line.
+        report = [] if "--dry-run" in extra else ["--json"]
+        return [GHBUILD, "build", "--image", self.image, "--arch", self.arch, "--push", *report,
                 *context_flags(sha), *extra]
 
     def run(self, row: str, sha: str, workdir: Path) -> tuple[float, str]:
@@ -134,34 +141,51 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--image", default="cpu")
     parser.add_argument("--arch", default="amd64")
+    parser.add_argument("--reps", type=int, default=2, help="repetitions, the tools taking turns to go first")
     args = parser.parse_args()
     env = local_env()
-    run_id = uuid.uuid4().hex[:10]
-    tools = [Tool(name, env, run_id, args.image, args.arch) for name in ("ghbuild", "plain")]
-    repos = [tool.repo for tool in tools]
-    results: dict[tuple[str, str], float] = {}
-    exports: dict[str, float] = {}
+    results: dict[tuple[str, str], list[float]] = {}
+    exports: dict[str, list[float]] = {}
+    stage_seconds: dict[tuple[str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="ghbuild-bench-") as tmp:
-        for row in ROWS:
-            for tool in tools:
-                fresh_runner(env, repos)
-                sha = uuid.uuid4().hex + uuid.uuid4().hex[:8]
-                seconds, log = tool.run(row, sha, Path(tmp))
-                results[(row, tool.name)] = seconds
-                if row == "cold":
-                    exports[tool.name] = export_seconds(log)
-                print(f"  {row:<15} {tool.name:<8} {seconds:7.1f} s", file=sys.stderr, flush=True)
-    print(f"image {args.image}/{args.arch} on the engine's own builder; each row: ghbuild, then the plain command")
+        for rep in range(args.reps):
+            # Fresh repositories and S3 prefixes for every repetition, so each one starts cold; the tools take
+            # turns going first (AB, then BA), since the first build after a prune pays for the network alone.
+            run_id = uuid.uuid4().hex[:10]
+            tools = [Tool(name, env, run_id, args.image, args.arch) for name in ("ghbuild", "plain")]
+            if rep % 2:
+                tools.reverse()
+            repos = [tool.repo for tool in tools]
+            for row in ROWS:
+                for tool in tools:
+                    fresh_runner(env, repos)
+                    sha = uuid.uuid4().hex + uuid.uuid4().hex[:8]
+                    seconds, log = tool.run(row, sha, Path(tmp))
+                    results.setdefault((row, tool.name), []).append(seconds)
+                    stages = {name: t.seconds for name, t in buildlog.stage_timings(log).items()}
+                    for name, value in stages.items():
+                        stage_seconds.setdefault((row, tool.name), {}).setdefault(name, 0.0)
+                        stage_seconds[(row, tool.name)][name] += value / args.reps
+                    if row == "cold":
+                        exports.setdefault(tool.name, []).append(export_seconds(log))
+                    print(f"  rep {rep + 1} {row:<15} {tool.name:<8} {seconds:7.1f} s", file=sys.stderr, flush=True)
+    mean = {key: sum(values) / len(values) for key, values in results.items()}
+    print(f"image {args.image}/{args.arch} on the engine's own builder; mean of {args.reps} repetitions, "
+          "the tools taking turns to go first")
     print(f"{'row':<16}{'ghbuild':>10}{'plain':>10}{'ratio':>8}")
     ok = True
     for row in ROWS:
-        g, p = results[(row, "ghbuild")], results[(row, "plain")]
+        g, p = mean[(row, "ghbuild")], mean[(row, "plain")]
         ok &= g <= p * GOAL
         print(f"{row:<16}{g:>9.1f}s{p:>9.1f}s{g / p:>7.2f}x")
-    for name, seconds in exports.items():
-        cold = results[("cold", name)]
+    for row in ROWS:
+        for name in ("ghbuild", "plain"):
+            stages = ", ".join(f"{k} {v:.1f}" for k, v in sorted(stage_seconds.get((row, name), {}).items()) if v >= 0.5)
+            print(f"  stages (s) {row:<15} {name:<8} {stages or '-'}")
+    for name, values in exports.items():
+        seconds, cold = sum(values) / len(values), mean[("cold", name)]
         print(f"cache export in the cold build ({name}): {seconds:.1f} s, {100 * seconds / cold:.0f} % of {cold:.1f} s")
-    print(json.dumps({"rows": {f"{r}/{t}": round(s, 2) for (r, t), s in results.items()},
+    print(json.dumps({"runs": {f"{r}/{t}": [round(v, 2) for v in values] for (r, t), values in results.items()},
                       "export_seconds": exports}))
     print(f"goal (ghbuild within {GOAL}x of the plain command on every row): {'met' if ok else 'NOT met'}")
     return 0 if ok else 1

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .enginelib import ghbuild_argv
+from .enginelib import ghbuild_argv, kill_group
 
 DOCKERFILE = """\
 ARG BASE_IMAGE
@@ -71,12 +71,7 @@ def second_engine(session):
         for address in (f"unix://{sock}", f"tcp://127.0.0.1:{port}"):      # the contexts ghbuild made for them
             name = "ghbuild-engine-" + hashlib.sha256(address.encode()).hexdigest()[:12]
             session.docker_run("context", "rm", "--force", name)
-        proc.terminate()
-        try:
-            proc.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        kill_group(proc, grace=40)      # dockerd shuts down on SIGINT as on SIGTERM
         log.close()
         subprocess.run(["umount", "-R", str(root / "exec")], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
