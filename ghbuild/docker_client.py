@@ -254,8 +254,9 @@ def _last_line(proc: subprocess.CompletedProcess, default: str = "failed") -> st
 
 
 def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], bootstrap: bool = False,
-                    ) -> Builder | None:
-    """The builder (or docker context) `name` as buildx sees it; None when there is none of that name."""
+                    current: str | None = None) -> Builder | None:
+    """The builder (or docker context) `name` as buildx sees it; None when there is none of that name.
+    `current`: the current docker context, when the caller knows it already."""
     argv = [client.path, "buildx", "inspect", *(["--bootstrap"] if bootstrap else []), name]
     try:
         proc = _run(argv, env, timeout=300 if bootstrap else 60)
@@ -272,7 +273,7 @@ def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], boo
     buildkit = fields.get("buildkit version") or fields.get("buildkit") or ""
     store = _image_store(client, name, env) if driver == "docker" else None
     builder = Builder(name=name, driver=driver, buildkit=buildkit, image_store=store)
-    if driver == "docker" and name != current_context(client, env):
+    if driver == "docker" and name != (current or current_context(client, env)):
         host = _run([client.path, "context", "inspect", name, "--format", "{{.Endpoints.docker.Host}}"], env)
         builder = builder._replace(context=name, docker_host=host.stdout.strip() or None)
     return builder
@@ -375,7 +376,7 @@ def resolve_builder(client: DockerClient, setting: str | None, network: str, tru
         builder = inspect_builder(client, name, env, bootstrap=True)
     else:
         name = current_context(client, env)
-        builder = inspect_builder(client, name, env)
+        builder = inspect_builder(client, name, env, current=name)
     if builder is None:
         raise EngineError(f"builder {name!r} is not usable (`docker buildx inspect {name}` failed); {fix}")
     return builder
