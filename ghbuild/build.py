@@ -210,7 +210,9 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             report.warnings.append(f"sccache in stage {name}: the step ran but its stats line is not in the "
                                    "build log (ghbuild-sccache-stats)")
         if report.image_id:
+            start = time.monotonic()
             _audit(report, ctx)
+            report.timings["audit_seconds"] = round(time.monotonic() - start, 2)
         for warning in report.warnings:
             gha.annotate("warning", warning)
         return report
@@ -486,7 +488,10 @@ def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
     """The own layers of one stage, built as the target (a cache hit after the main build)."""
     sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
     iid_file, metadata = ctx.workdir / f"iid-{stage_name}", ctx.workdir / f"metadata-{stage_name}.json"
-    sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=metadata, iidfile=iid_file))
+    # Uncompressed: the stage's new layers are only read back for their sizes, and gzip of a toolchain layer that
+    # no cache export compressed already takes tens of seconds on a small runner.
+    sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=metadata, iidfile=iid_file,
+                                                                uncompressed=True))
     rc, _ = docker_client.run_streaming(sub.argv, {**ctx.run_env, **sub.env}, ctx.workdir / f"audit-{stage_name}.log",
                                         echo=False, redact=ctx.redact)
     image_id = _local_image(ctx, iid_file, metadata) if rc == 0 else None

@@ -41,6 +41,7 @@ class BuildSettings(NamedTuple):
     metadata_file: Path | None = None
     iidfile: Path | None = None
     provenance: bool = False            # attestations turn per-arch images into indexes; off by default
+    uncompressed: bool = False          # new layers stored uncompressed (an image only read locally, never pushed)
 
 
 class BuildCommand(NamedTuple):
@@ -109,7 +110,10 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
         argv += ["--output", "type=image,push=true"]
     # Into the engine's image store too, for the layer audit and smoke tests: the docker driver's image exporter
     # already stores it there (a second exporter would collide with it on the tag); other drivers load it.
-    if settings.driver != "docker" or not pushes:
+    if settings.uncompressed and not pushes:
+        exporter = "image" if settings.driver == "docker" else "docker"
+        argv += ["--output", f"type={exporter},compression=uncompressed"]
+    elif settings.driver != "docker" or not pushes:
         argv += ["--load"]
     if settings.iidfile:
         argv += ["--iidfile", str(settings.iidfile)]

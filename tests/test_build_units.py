@@ -85,6 +85,13 @@ def test_the_docker_driver_pushes_from_the_engine_with_one_exporter(tmp_path):
     assert "--output" not in local and "--load" in local
 
 
+def test_an_image_only_read_locally_is_stored_uncompressed(tmp_path):
+    """The layer audit's stage builds: gzip of a toolchain layer would cost more than the build."""
+    for driver, exporter in (("docker", "image"), ("docker-container", "docker")):
+        argv = list(buildcmd.build_command(_job(tmp_path), _settings(push=False, driver=driver, uncompressed=True)).argv)
+        assert argv[argv.index("--output") + 1] == f"type={exporter},compression=uncompressed" and "--load" not in argv
+
+
 def test_a_builder_that_cannot_export_caches_still_reads_them_and_says_so(tmp_path):
     why = "builder 'default' (docker driver) exports no cache without the containerd image store"
     cmd = buildcmd.build_command(_job(tmp_path), _settings(push=True, driver="docker", cache_export_problem=why))
