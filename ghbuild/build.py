@@ -164,7 +164,10 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     warnings += [helper_note] if helper_note else []
     client = _client(env, request, probe)
     # The builder's questions (docker CLI runs, tens of milliseconds each) go on while S3 is probed.
-    with _Background(_builder, client, options, plan.trust.trusted, env, request.dry_run) as finding:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        finding = pool.submit(_builder, client, options, plan.trust.trusted, env, request.dry_run)
         decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
                                                                                _credentials_refusal(plan), env)
         builder = finding.result()
@@ -218,37 +221,6 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-class _Background:
-    """fn(*args) in a thread from entering the block; `result()` waits for it and raises what it raised."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        import threading
-
-        self._outcome: list[Any] = []
-
-        def target() -> None:
-            try:
-                self._outcome.append((True, fn(*args)))
-            except BaseException as exc:    # noqa: BLE001 - handed to the caller by result()
-                self._outcome.append((False, exc))
-
-        self._thread = threading.Thread(target=target, daemon=True)
-
-    def __enter__(self) -> _Background:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._thread.join()
-
-    def result(self) -> Any:
-        self._thread.join()
-        ok, value = self._outcome[0]
-        if not ok:
-            raise value
-        return value
 
 
 def check_budgets(report: BuildReport) -> None:

@@ -69,10 +69,6 @@ def _run(argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: flo
                           env=dict(env) if env is not None else None)
 
 
-def _major(version: str) -> int:
-    match = re.match(r"(\d+)", version)
-    return int(match.group(1)) if match else 0
-
 
 # One `docker version` for both sides: the server line stays empty when the engine does not answer.
 _VERSION_FORMAT = '{{.Client.Version}}{{"\\n"}}{{if .Server}}{{.Server.Version}}{{end}}'
