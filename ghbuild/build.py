@@ -198,29 +198,39 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         engine_env = {**env, "DOCKER_HOST": builder.docker_host} if builder.docker_host else env
         ctx = BuildContext(job, image, stages, settings, workdir, engine_env, {**env, **command.env}, redact,
                            plan.trust.trusted)
+        # Stage budgets outside the image's chain are measured by building those stages as targets, started
+        # beside the build: BuildKit runs steps two builds share once, so the stages cost their export only.
+        stage_audits = _start_stage_audits(ctx)
         try:
             log_text = _build(report, ctx, command, echo=request.echo)
+            _push_image(report, ctx, push)
+            _sccache_report(report, decision, log_text)
+            if report.image_id:
+                start = time.monotonic()
+                _audit(report, ctx, stage_audits)
+                report.timings["audit_seconds"] = round(time.monotonic() - start, 2)
         finally:
+            for audit_build in stage_audits.values():
+                audit_build.stop()
             _forget_untrusted_cache_mounts(report, plan, client, builder, env)
-        _push_image(report, ctx, push)
-        runs = buildlog.sccache_runs(log_text)
-        report.sccache = summarize_sccache(decision, runs)
-        for name, stage in report.sccache["stages"].items():
-            if stage["fallbacks"]:
-                report.warnings.append(f"sccache in stage {name}: fell back from {', '.join(stage['fallbacks'])} "
-                                       f"to {stage['mode']}")
-        for name in sorted(runs.unreadable):
-            report.warnings.append(f"sccache in stage {name}: the step ran but its stats line is not in the "
-                                   "build log (ghbuild-sccache-stats)")
-        if report.image_id:
-            start = time.monotonic()
-            _audit(report, ctx)
-            report.timings["audit_seconds"] = round(time.monotonic() - start, 2)
         for warning in report.warnings:
             gha.annotate("warning", warning)
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _sccache_report(report: BuildReport, decision: sccache.SccacheDecision, log_text: str) -> None:
+    """sccache's stats per stage from the build log, and a warning per stage that fell back or printed none."""
+    runs = buildlog.sccache_runs(log_text)
+    report.sccache = summarize_sccache(decision, runs)
+    for name, stage in report.sccache["stages"].items():
+        if stage["fallbacks"]:
+            report.warnings.append(f"sccache in stage {name}: fell back from {', '.join(stage['fallbacks'])} "
+                                   f"to {stage['mode']}")
+    for name in sorted(runs.unreadable):
+        report.warnings.append(f"sccache in stage {name}: the step ran but its stats line is not in the "
+                               "build log (ghbuild-sccache-stats)")
 
 
 def check_budgets(report: BuildReport) -> None:
@@ -426,10 +436,9 @@ def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: dock
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
 
 
-def _audit(report: BuildReport, ctx: BuildContext) -> None:
+def _audit(report: BuildReport, ctx: BuildContext, stage_audits: Mapping[str, StageAudit]) -> None:
     """Layer sizes per stage from the image history, and the budgets. Stages with a budget outside the
-    final image's chain (compile stages) are audited from their own image, but only stages this build
-    built anyway (their image is then a cache hit, never new work)."""
+    final image's chain (compile stages) are audited from their own image (`stage_audits`)."""
     from ghbuild import audit   # after a build only: a dry run's start-up does without it
 
     chain = dockerfile.chain(ctx.job.target, ctx.stages)
@@ -438,11 +447,8 @@ def _audit(report: BuildReport, ctx: BuildContext) -> None:
         report.warnings.append("layer audit: history does not match the Dockerfile's stages; "
                                "layers are attributed to the target stage")
     sizes = audit.stage_sizes(layers)
-    built = dockerfile.dependencies(ctx.job.target, ctx.stages)
-    for stage_name in ctx.image.stage_budgets:
-        if stage_name in sizes or stage_name not in built:
-            continue
-        size = _stage_image_size(ctx, stage_name)
+    for stage_name, stage_audit in stage_audits.items():
+        size = stage_audit.size(ctx)
         if size is not None:
             sizes[stage_name] = size
     report.size = sum(layer.size for layer in layers)
@@ -456,24 +462,44 @@ def _audit(report: BuildReport, ctx: BuildContext) -> None:
                                                  dict(ctx.image.stage_budgets))
 
 
-def _stage_image_size(ctx: BuildContext, stage_name: str) -> int | None:
-    """The own layers of one stage, built as the target (a cache hit after the main build)."""
-    sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
-    iid_file, metadata = ctx.workdir / f"iid-{stage_name}", ctx.workdir / f"metadata-{stage_name}.json"
-    # Uncompressed: the stage's new layers are only read back for their sizes, and gzip of a toolchain layer that
-    # no cache export compressed already takes tens of seconds on a small runner.
-    sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=metadata, iidfile=iid_file,
-                                                                uncompressed=True))
-    rc, _ = docker_client.run_streaming(sub.argv, {**ctx.run_env, **sub.env}, ctx.workdir / f"audit-{stage_name}.log",
-                                        echo=False, redact=ctx.redact)
-    image_id = _local_image(ctx, iid_file, metadata) if rc == 0 else None
-    if image_id is None:
-        return None
-    from ghbuild import audit
+class StageAudit:
+    """One stage built as the target beside the main build, for the own layers of that stage. Only stages
+    the main build builds anyway (outside the final image's chain): their steps are then shared or cache hits."""
 
-    history = docker_client.image_history(ctx.env, image_id)
-    layers, _ = audit.attribute(history, dockerfile.chain(stage_name, ctx.stages))
-    return audit.stage_sizes(layers).get(stage_name, 0)
+    def __init__(self, ctx: BuildContext, stage_name: str) -> None:
+        self.stage_name = stage_name
+        sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
+        self.iid_file = ctx.workdir / f"iid-{stage_name}"
+        self.metadata = ctx.workdir / f"metadata-{stage_name}.json"
+        # Uncompressed: the stage's new layers are only read back for their sizes, and gzip of a toolchain layer
+        # that no cache export compressed already takes tens of seconds on a small runner.
+        sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=self.metadata,
+                                                                    iidfile=self.iid_file, uncompressed=True))
+        self.process = docker_client.StreamingProcess(sub.argv, {**ctx.run_env, **sub.env},
+                                                      ctx.workdir / f"audit-{stage_name}.log", redact=ctx.redact)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def size(self, ctx: BuildContext) -> int | None:
+        """The stage's own layers' bytes, once its build ended; None when that build failed."""
+        from ghbuild import audit
+
+        rc, _ = self.process.wait()
+        image_id = _local_image(ctx, self.iid_file, self.metadata) if rc == 0 else None
+        if image_id is None:
+            return None
+        history = docker_client.image_history(ctx.env, image_id)
+        layers, _ = audit.attribute(history, dockerfile.chain(self.stage_name, ctx.stages))
+        return audit.stage_sizes(layers).get(self.stage_name, 0)
+
+
+def _start_stage_audits(ctx: BuildContext) -> dict[str, StageAudit]:
+    """The stage builds the audit needs: stages with a budget that the main build builds but the final image's
+    chain does not contain."""
+    chain = {stage.label for stage in dockerfile.chain(ctx.job.target, ctx.stages)}
+    built = dockerfile.dependencies(ctx.job.target, ctx.stages)
+    return {name: StageAudit(ctx, name) for name in ctx.image.stage_budgets if name in built and name not in chain}
 
 
 def buildx_metadata(digest: str | None, config_digest: str | None, names: list[str]) -> dict[str, str]:

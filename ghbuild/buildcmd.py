@@ -62,6 +62,16 @@ def _kv(spec: str) -> dict[str, str]:
     return out
 
 
+def _gzip(spec: str) -> str:
+    """An exporter spec that sends gzip blobs only. BuildKit reuses any blob a layer already has unless
+    compression is forced, and the layer audit's stage images are stored uncompressed on the same builder:
+    without this, those blobs (hundreds of MB for a toolchain layer) would be pushed and cached as they are.
+    A compression the spec names itself is kept."""
+    if "compression" in _kv(spec):
+        return spec
+    return f"{spec},compression=gzip,force-compression=true"
+
+
 def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
     project = settings.project_dir
     skipped: list[str] = []
@@ -98,7 +108,7 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
         elif _kv(spec).get("type") == "gha" and settings.gha_problem:
             skipped.append(f"cache-to {spec}: skipped: {settings.gha_problem}")
         else:
-            argv += ["--cache-to", spec]
+            argv += ["--cache-to", _gzip(spec)]
 
     argv += [f"--provenance={'true' if settings.provenance else 'false'}"]
     if settings.metadata_file:
@@ -107,7 +117,7 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
         argv += ["--tag", tag]
     pushes = settings.push and bool(job.tags)
     if pushes:
-        argv += ["--output", "type=image,push=true"]
+        argv += ["--output", _gzip("type=image,push=true")]
     # Into the engine's image store too, for the layer audit and smoke tests: the docker driver's image exporter
     # already stores it there (a second exporter would collide with it on the tag); other drivers load it.
     if settings.uncompressed and not pushes:

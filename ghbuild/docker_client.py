@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -210,23 +211,55 @@ def find_client(env: Mapping[str, str] | None = None, backend: str | None = None
     return ClientProbe(env).client(backend)
 
 
+class StreamingProcess:
+    """A command running beside the caller, its output (redacted) copied to log_path and, with echo, to
+    stderr by a thread, so that the caller can start other work (a second build) while it runs."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], log_path: Path, echo: bool = False,
+                 redact: Sequence[str] = ()) -> None:
+        self.started = time.monotonic()
+        self._log = open(log_path, "w", encoding="utf-8", errors="replace")
+        self._proc = subprocess.Popen(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, errors="replace", bufsize=1)
+        self._copier = threading.Thread(target=self._copy, args=(echo, tuple(s for s in redact if s)), daemon=True)
+        self._copier.start()
+
+    def _copy(self, echo: bool, redact: tuple[str, ...]) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            for secret in redact:
+                line = line.replace(secret, "***")
+            self._log.write(line)
+            if echo:
+                sys.stderr.write(line)
+
+    def wait(self) -> tuple[int, float]:
+        """(exit code, seconds since the start), once the command ended and its output is in the log."""
+        rc = self._proc.wait()
+        self._copier.join()
+        self._log.close()
+        return rc, time.monotonic() - self.started
+
+    def stop(self) -> None:
+        """End the command (SIGTERM, then SIGKILL after 10 s) and wait for it."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        self.wait()
+
+
 def run_streaming(argv: Sequence[str], env: Mapping[str, str], log_path: Path, echo: bool = True,
                   redact: Sequence[str] = ()) -> tuple[int, float]:
     """Run a command, copy its output to stderr (redacted) and to log_path; return (rc, seconds)."""
-    start = time.monotonic()
-    with open(log_path, "w", encoding="utf-8", errors="replace") as log:
-        proc = subprocess.Popen(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace", bufsize=1)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            for secret in redact:
-                if secret:
-                    line = line.replace(secret, "***")
-            log.write(line)
-            if echo:
-                sys.stderr.write(line)
-        rc = proc.wait()
-    return rc, time.monotonic() - start
+    process = StreamingProcess(argv, env, log_path, echo=echo, redact=redact)
+    try:
+        return process.wait()
+    except BaseException:
+        process.stop()
+        raise
 
 
 def docker_sdk(env: Mapping[str, str], timeout: int = 60):

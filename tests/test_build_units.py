@@ -67,12 +67,13 @@ def test_buildx_command_applies_every_cache_and_pushes(tmp_path):
     froms = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-from"]
     tos = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-to"]
     assert froms == ["type=gha,scope=main-cpu-x86_64", "type=registry,ref=ghcr.io/org/cache:main-cpu-x86_64"]
-    assert tos[0] == "type=gha,scope=main-cpu-x86_64,mode=max,ignore-error=true"
+    # Every exported blob gzip, forced: the audit's uncompressed stage blobs on this builder stay local.
+    assert tos[0] == "type=gha,scope=main-cpu-x86_64,mode=max,ignore-error=true,compression=gzip,force-compression=true"
     assert tos[1] == ("type=registry,ref=ghcr.io/org/cache:main-cpu-x86_64,mode=max,ignore-error=true,"
-                      "image-manifest=true,oci-mediatypes=true")
+                      "image-manifest=true,oci-mediatypes=true,compression=gzip,force-compression=true")
     assert "--provenance=false" in argv and argv[argv.index("--metadata-file") + 1] == "/tmp/m.json"
     # docker-container (the default driver here) pushes and loads: two exporters.
-    assert argv[argv.index("--output") + 1] == "type=image,push=true" and "--load" in argv
+    assert argv[argv.index("--output") + 1] == "type=image,push=true,compression=gzip,force-compression=true" and "--load" in argv
     assert cmd.skipped == ()
 
 
@@ -80,9 +81,15 @@ def test_the_docker_driver_pushes_from_the_engine_with_one_exporter(tmp_path):
     """The docker driver's image exporter stores the image in the engine and pushes it; a second exporter
     (--load) would collide with it on the tag ('image ... already exists')."""
     pushed = list(buildcmd.build_command(_job(tmp_path), _settings(push=True, driver="docker")).argv)
-    assert pushed[pushed.index("--output") + 1] == "type=image,push=true" and "--load" not in pushed
+    assert pushed[pushed.index("--output") + 1] == "type=image,push=true,compression=gzip,force-compression=true" and "--load" not in pushed
     local = list(buildcmd.build_command(_job(tmp_path), _settings(push=False, driver="docker")).argv)
     assert "--output" not in local and "--load" in local
+
+
+def test_a_compression_the_cache_spec_names_is_kept(tmp_path):
+    job = _job(tmp_path)._replace(cache_to=("type=registry,ref=r/c:x,mode=max,compression=zstd",))
+    argv = list(buildcmd.build_command(job, _settings(push=True)).argv)
+    assert argv[argv.index("--cache-to") + 1] == "type=registry,ref=r/c:x,mode=max,compression=zstd"
 
 
 def test_an_image_only_read_locally_is_stored_uncompressed(tmp_path):
@@ -120,7 +127,7 @@ def test_fork_pull_request_command_writes_no_cache_and_pushes_nothing(tmp_path):
     argv = list(cmd.argv)
     tos = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-to"]
     assert job.push is False and "--output" not in argv and "--load" in argv
-    assert tos == [f"type=gha,scope={job.cache_to[0].split('scope=')[1]}"] and "main-cpu" not in tos[0]
+    assert tos == [f"type=gha,scope={job.cache_to[0].split('scope=')[1]},compression=gzip,force-compression=true"] and "main-cpu" not in tos[0]
 
 
 def test_another_contexts_builder_is_reached_through_the_context(tmp_path):
