@@ -49,6 +49,11 @@ class BuildCommand(NamedTuple):
     env: dict[str, str]                 # variables to add to the caller's environment
     skipped: tuple[str, ...]            # one line per plan feature not applied, with the reason
 
+    def exports_every_stage(self) -> bool:
+        """A mode=max cache export is in the command: BuildKit then makes a blob of every stage's layers."""
+        return any(flag == "--cache-to" and _kv(spec).get("mode") == "max"
+                   for flag, spec in zip(self.argv, self.argv[1:]))
+
     def display(self) -> str:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
         return (env + " " if env else "") + " ".join(shlex.quote(a) for a in self.argv)

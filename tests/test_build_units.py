@@ -269,3 +269,14 @@ def test_bad_endpoints_are_refused_without_the_value(value):
     with pytest.raises(ValueError) as info:
         check_endpoint(value)
     assert value.strip() not in str(info.value) and "p@" not in str(info.value)
+
+
+def test_a_mode_max_cache_export_is_what_lets_the_audit_reuse_gzip_blobs(tmp_path):
+    """The layer audit stores its stage images gzip (reusing blobs) only after a mode=max export made them."""
+    job = _job(tmp_path)
+    assert buildcmd.build_command(job, _settings(push=True)).exports_every_stage()
+    assert not buildcmd.build_command(job._replace(cache_to=()), _settings(push=True)).exports_every_stage()
+    min_only = job._replace(cache_to=("type=registry,ref=r/c:x,mode=min",))
+    assert not buildcmd.build_command(min_only, _settings(push=True)).exports_every_stage()
+    skipped = buildcmd.build_command(job, _settings(push=True, cache_export_problem="no export"))
+    assert not skipped.exports_every_stage()
