@@ -198,16 +198,16 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         engine_env = {**env, "DOCKER_HOST": builder.docker_host} if builder.docker_host else env
         ctx = BuildContext(job, image, stages, settings, workdir, engine_env, {**env, **command.env}, redact,
                            plan.trust.trusted)
-        stage_audits: dict[str, StageAudit] = {}
+        # Stage budgets outside the final image's chain are measured by building those stages as targets, beside
+        # the build: BuildKit shares their steps. Stored gzip when a mode=max cache export makes every stage's gzip
+        # blobs anyway (the two exports share that work), else uncompressed: a second compression would be new work.
+        stage_audits = _start_stage_audits(ctx, uncompressed=not command.exports_every_stage())
         try:
             log_text = _build(report, ctx, command, echo=request.echo)
             _push_image(report, ctx, push)
             _sccache_report(report, decision, log_text)
             if report.image_id:
                 start = time.monotonic()
-                # After the build, not beside it: run together, the two exports fight over the same layers'
-                # blobs (the cold build's cache export took 36 s instead of 23 s).
-                stage_audits = _start_stage_audits(ctx, command)
                 _audit(report, ctx, stage_audits)
                 report.timings["audit_seconds"] = round(time.monotonic() - start, 2)
         finally:
@@ -464,8 +464,8 @@ def _audit(report: BuildReport, ctx: BuildContext, stage_audits: Mapping[str, St
 
 
 class StageAudit:
-    """One stage built as the target after the main build, for the own layers of that stage. Only stages the
-    main build built (outside the final image's chain): their steps are cache hits, the stage costs its export."""
+    """One stage built as the target, for the own layers of that stage. Only stages the main build builds
+    (outside the final image's chain): their steps are shared with it or cache hits, the stage costs its export."""
 
     def __init__(self, ctx: BuildContext, stage_name: str, uncompressed: bool) -> None:
         self.stage_name = stage_name
@@ -493,14 +493,12 @@ class StageAudit:
         return audit.stage_sizes(layers).get(self.stage_name, 0)
 
 
-def _start_stage_audits(ctx: BuildContext, command: buildcmd.BuildCommand) -> dict[str, StageAudit]:
-    """The stage builds the audit needs: stages with a budget that the main build built but the final image's
-    chain does not contain, started side by side. Their images are stored gzip when the main build exported a
-    mode=max cache (every stage's gzip blobs exist then), else uncompressed: their layers are only read back
-    for their sizes, and gzip of a toolchain layer no export compressed takes tens of seconds."""
+def _start_stage_audits(ctx: BuildContext, uncompressed: bool) -> dict[str, StageAudit]:
+    """The stage builds the audit needs, started side by side: stages with a budget that the main build builds
+    but the final image's chain does not contain. `uncompressed`: their layers are only read back for their
+    sizes, and gzip of a toolchain layer that no export compressed takes tens of seconds."""
     chain = {stage.label for stage in dockerfile.chain(ctx.job.target, ctx.stages)}
     built = dockerfile.dependencies(ctx.job.target, ctx.stages)
-    uncompressed = not command.exports_every_stage()
     return {name: StageAudit(ctx, name, uncompressed)
             for name in ctx.image.stage_budgets if name in built and name not in chain}
 
