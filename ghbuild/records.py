@@ -114,12 +114,45 @@ ARTIFACT = "ghbuild-digests"          # what the build workflow's summary job up
 ARTIFACT_FILE = "ghbuild-digests.json"
 
 
+def _require_on_branch(repo, repository: str, sha: str, branch: str) -> None:
+    """PublishError unless `sha` is `branch`'s head or an ancestor of it, and no tag is named like `branch`."""
+    from github import GithubException, UnknownObjectException
+
+    from ghbuild.errors import PublishError
+
+    try:
+        status = repo.compare(branch, sha).status
+    except UnknownObjectException:
+        status = "unknown"
+    if status not in ("identical", "behind"):
+        raise PublishError(f"records: {sha} is not on {branch} of {repository} (compare {branch}...{sha}: "
+                           f"{status}): only a commit of the stable branch is released")
+    try:
+        repo.get_git_ref(f"tags/{branch}")
+    except UnknownObjectException:
+        return
+    except GithubException as exc:
+        raise PublishError(f"records: checking for a tag named {branch!r}: HTTP {exc.status}") from None
+    raise PublishError(f"records: a tag named {branch!r} exists in {repository}: GitHub reports its push runs "
+                       f"like the branch's (head_branch {branch!r}); delete the tag to release")
+
+
+def _run_path_is(path: str | None, workflow: str, branch: str) -> bool:
+    """The run is of `.github/workflows/<workflow>`; a path that names its ref (`...@refs/heads/x`) names
+    the branch."""
+    file, _, ref = (path or "").partition("@")
+    return file == f".github/workflows/{workflow}" and ref in ("", f"refs/heads/{branch}")
+
+
 def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, branch: str,
           log=lambda message: None) -> dict[str, dict[str, Any]]:
     """The records of the newest successful push run of `workflow` on `branch` of `repository` for commit
-    `sha`, from that run's `ghbuild-digests` artifact (GitHub REST API: GITHUB_TOKEN with `actions: read`,
-    GITHUB_API_URL). Artifacts are written only by their own run's jobs, and only a push to the branch makes
-    such a run: a release promotes what trusted CI built, never what a tag holds now."""
+    `sha`, from that run's `ghbuild-digests` artifact (GitHub REST API: GITHUB_TOKEN with `actions: read` and
+    `contents: read`, GITHUB_API_URL). Artifacts are written only by their own run's jobs. A run's fields say
+    the branch by its short name only, which a push of a tag of the same name also carries (with the workflow
+    file of the tag's commit), so the commit must be on the branch (the compare API), no tag may be named like
+    the branch, and the run must be of `.github/workflows/<workflow>`: a release promotes what trusted CI built,
+    never what a tag holds now."""
     import io
     import zipfile
 
@@ -136,9 +169,10 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
     where = f"{workflow} push runs on {branch} of {repository} for {sha}"
     try:
         repo = Github(base_url=api, auth=Auth.Token(token)).get_repo(repository)
+        _require_on_branch(repo, repository, sha, branch)
         runs = repo.get_workflow(workflow).get_runs(branch=branch, event="push", status="success", head_sha=sha)
         run = next((r for r in runs if r.head_sha == sha and r.event == "push" and r.head_branch == branch
-                    and r.conclusion == "success"), None)
+                    and r.conclusion == "success" and _run_path_is(r.path, workflow, branch)), None)
         if run is None:
             raise PublishError(f"records: no successful {where}: no trusted build record of {sha}")
         artifact = next((a for a in run.get_artifacts() if a.name == ARTIFACT), None)

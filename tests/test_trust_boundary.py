@@ -379,6 +379,7 @@ def test_release_records_come_only_from_a_successful_push_run_of_the_stable_bran
     forged = json.dumps({"cpu-amd64": {"digest": "sha256:" + "6" * 64}}).encode()
     with github_fake.start(tokens=("t",)) as gh:
         env = {"GITHUB_TOKEN": "t", "GITHUB_API_URL": gh.url}
+        gh.add_commits("org/project", "main", ["b" * 40, sha, "9" * 40])
         for event, branch, head, conclusion in (("pull_request", "main", sha, "success"),
                                                 ("push", "feature", sha, "success"),
                                                 ("push", "main", "b" * 40, "success"),
@@ -392,3 +393,39 @@ def test_release_records_come_only_from_a_successful_push_run_of_the_stable_bran
         assert records.fetch(env, "org/project", "ci.yml", sha, "main") == json.loads(good)
         with pytest.raises(errors.PublishError, match="GITHUB_TOKEN"):
             records.fetch({"GITHUB_API_URL": gh.url}, "org/project", "ci.yml", sha, "main")
+
+
+def test_release_records_are_refused_from_a_tag_named_like_the_branch_or_a_commit_off_it():
+    """A push of a tag named `main` makes a run GitHub reports with head_branch `main`, its workflow file taken
+    from the tag's commit (the tag pusher's own): neither its commit nor its run may supply release records."""
+    from fakes import github as github_fake
+
+    from ghbuild import errors, records
+
+    on_main, off_main = "a" * 40, "c" * 40
+    forged = json.dumps({"cpu-amd64": {"digest": "sha256:" + "6" * 64}}).encode()
+    artifact = {records.ARTIFACT: {records.ARTIFACT_FILE: forged}}
+    with github_fake.start(tokens=("t",)) as gh:
+        env = {"GITHUB_TOKEN": "t", "GITHUB_API_URL": gh.url}
+        gh.add_commits("org/project", "main", ["b" * 40, on_main])
+        gh.add_tag("org/project", "main", off_main)
+        gh.add_workflow_run("org/project", "ci.yml", head_sha=off_main, branch="main", artifacts=artifact)
+        with pytest.raises(errors.PublishError, match=f"{off_main} is not on main of org/project"):
+            records.fetch(env, "org/project", "ci.yml", off_main, "main")
+        # On the branch, but while a tag of that name exists no run of the branch can be told from one of the tag.
+        gh.add_workflow_run("org/project", "ci.yml", head_sha=on_main, branch="main", artifacts=artifact)
+        with pytest.raises(errors.PublishError, match="a tag named 'main' exists in org/project"):
+            records.fetch(env, "org/project", "ci.yml", on_main, "main")
+
+
+@pytest.mark.parametrize("version", ["1!2.0", "0." + "1" * 130])
+def test_a_release_version_that_makes_no_valid_tag_is_refused_before_any_write(project, version):
+    """PEP 440 allows what a tag cannot hold (an epoch's `!`, 128 characters): every final tag is checked when the
+    release is planned, before the first image is copied, not when its tag is pushed."""
+    from ghbuild import config, errors, publish
+
+    (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
+    options = config.load(str(project / "ghbuild.toml"), env={}, cwd=project)
+    parsed = publish.parse_version(version)
+    with pytest.raises(errors.PublishError, match=r"--version: .* makes the tag '.*', which a registry refuses"):
+        publish.release_plan(options, "app", SHA, "org", parsed, [])

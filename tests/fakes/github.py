@@ -30,6 +30,10 @@ Served (every request needs ``Authorization: Bearer <token>`` or ``token <token>
   ``GET .../actions/artifacts/{id}/zip``: a 302 to a signed URL on the same server that serves the zip
   without a token (``/_blobs/...``), as GitHub redirects to blob storage. Runs are added with
   ``add_workflow_run``.
+- Git (what proves a commit is on a branch): ``GET /repos/{o}/{r}/compare/{base}...{head}`` (``status``
+  ``identical``, ``behind`` when head is an ancestor of base, ``ahead``, ``diverged``; 404 for an unknown
+  commit) and ``GET /repos/{o}/{r}/git/ref/{heads|tags}/{name}`` (404 when there is none). Branch histories
+  come from ``add_commits``, tags from ``add_tag``.
 
 Knobs: ``tokens`` (valid tokens), ``login`` (the user they belong to), ``set_rate_limit`` (primary
 limit: 403 with ``x-ratelimit-remaining: 0`` and ``x-ratelimit-reset`` until the reset time),
@@ -100,6 +104,8 @@ class GitHubFake(FakeServer):
         self._pkg: dict[str, dict[str, Any]] = {}   # "owner/name" (lower) -> {"versions": {digest: v}, "deleted": [...]}
         self._pending_created: dict[tuple[str, str], datetime] = {}
         self._runs: list[dict[str, Any]] = []
+        self._branches: dict[tuple[str, str], list[str]] = {}    # (repo, branch) -> commits, oldest first
+        self._tags: dict[tuple[str, str], str] = {}              # (repo, tag) -> commit
         self._blobs: dict[str, bytes] = {}
         self._pkg_locks: dict[str, threading.Lock] = {}
         for full_name in repos or ():
@@ -125,6 +131,8 @@ class GitHubFake(FakeServer):
         self.route("GET", rf"{repo}/actions/runs/(\d+)/artifacts", self._list_run_artifacts)
         self.route("GET", rf"{repo}/actions/artifacts/(\d+)/zip", self._download_artifact)
         self.route("GET", r"/_blobs/([0-9a-f]+)", self._blob)
+        self.route("GET", rf"{repo}/compare/([^/]+)\.\.\.([^/]+)", self._compare)
+        self.route("GET", rf"{repo}/git/ref/(heads|tags)/(.+)", self._git_ref)
         self.route("GET", rf"/user/packages/container/{_SEG}/versions/?",
                    lambda req, name: self._list_versions(req, "user", self.login, name))
         self.route("GET", rf"/user/packages/container/{_SEG}/versions/(\d+)",
@@ -154,6 +162,17 @@ class GitHubFake(FakeServer):
                                "head_branch": branch, "event": event, "status": "completed",
                                "conclusion": conclusion, "artifacts": names})
         return run_id
+
+    def add_commits(self, full_name: str, branch: str, shas: list[str]) -> None:
+        """Append commits (oldest first) to a branch's history; the last one is its head."""
+        self.add_repo(full_name)
+        with self._lock:
+            self._branches.setdefault((full_name.lower(), branch), []).extend(shas)
+
+    def add_tag(self, full_name: str, tag: str, sha: str) -> None:
+        self.add_repo(full_name)
+        with self._lock:
+            self._tags[(full_name.lower(), tag)] = sha
 
     def add_repo(self, full_name: str, *, default_branch: str | None = None, private: bool = False) -> dict[str, Any]:
         owner, _, name = full_name.partition("/")
@@ -376,6 +395,65 @@ class GitHubFake(FakeServer):
                     and status in (None, r["status"], r["conclusion"])]
         page, headers = self._paginate(request, [self._run_object(owner, name, r) for r in runs])
         return Response(200, {"total_count": len(runs), "workflow_runs": page}, headers)
+
+    def _commit_object(self, owner: str, name: str, sha: str) -> dict[str, Any]:
+        return {"sha": sha, "node_id": f"C_{sha[:12]}", "url": f"{self.url}/repos/{owner}/{name}/commits/{sha}",
+                "html_url": f"https://github.com/{owner}/{name}/commit/{sha}",
+                "commit": {"message": "commit", "tree": {"sha": "0" * 40}}, "parents": []}
+
+    def _resolve(self, repo: str, ref: str) -> tuple[str, list[str]] | None:
+        """A branch name or a commit -> (commit, its history oldest first); None: unknown."""
+        with self._lock:
+            history = self._branches.get((repo, ref))
+            if history:
+                return history[-1], list(history)
+            for (owner_repo, _), commits in self._branches.items():
+                if owner_repo == repo and ref in commits:
+                    return ref, commits[:commits.index(ref) + 1]
+            known = {sha for (r, _), sha in self._tags.items() if r == repo}
+            known |= {run["head_sha"] for run in self._runs if run["repo"] == repo}
+        return (ref, [ref]) if ref in known else None
+
+    def _compare(self, request: Request, owner: str, name: str, base: str, head: str) -> Response:
+        repo = f"{owner}/{name}".lower()
+        base_at, head_at = self._resolve(repo, base), self._resolve(repo, head)
+        if base_at is None or head_at is None:
+            return self._error(404, "Not Found", f"{DOCS}/commits/commits#compare-two-commits")
+        (base_sha, base_history), (head_sha, head_history) = base_at, head_at
+        if base_sha == head_sha:
+            status, ahead, behind = "identical", 0, 0
+        elif head_sha in base_history:
+            status, ahead, behind = "behind", 0, len(base_history) - 1 - base_history.index(head_sha)
+        elif base_sha in head_history:
+            status, ahead, behind = "ahead", len(head_history) - 1 - head_history.index(base_sha), 0
+        else:
+            common = [sha for sha in head_history if sha in base_history]
+            status = "diverged"
+            ahead = len(head_history) - (head_history.index(common[-1]) + 1 if common else 0)
+            behind = len(base_history) - (base_history.index(common[-1]) + 1 if common else 0)
+        api = f"{self.url}/repos/{owner}/{name}/compare/{base}...{head}"
+        return Response(200, {"url": api, "html_url": f"https://github.com/{owner}/{name}/compare/{base}...{head}",
+                              "permalink_url": api, "diff_url": api + ".diff", "patch_url": api + ".patch",
+                              "base_commit": self._commit_object(owner, name, base_sha),
+                              "merge_base_commit": self._commit_object(owner, name, base_sha if status == "behind"
+                                                                       else head_sha),
+                              "status": status, "ahead_by": ahead, "behind_by": behind, "total_commits": ahead,
+                              "commits": [], "files": []})
+
+    def _git_ref(self, request: Request, owner: str, name: str, kind: str, ref_name: str) -> Response:
+        repo = f"{owner}/{name}".lower()
+        with self._lock:
+            if kind == "tags":
+                sha = self._tags.get((repo, ref_name))
+            else:
+                history = self._branches.get((repo, ref_name))
+                sha = history[-1] if history else None
+        if sha is None:
+            return self._error(404, "Not Found", f"{DOCS}/git/refs#get-a-reference")
+        api = f"{self.url}/repos/{owner}/{name}/git/refs/{kind}/{ref_name}"
+        return Response(200, {"ref": f"refs/{kind}/{ref_name}", "node_id": f"REF_{sha[:12]}", "url": api,
+                              "object": {"sha": sha, "type": "commit",
+                                         "url": f"{self.url}/repos/{owner}/{name}/git/commits/{sha}"}})
 
     def _list_run_artifacts(self, request: Request, owner: str, name: str, run_id: str) -> Response:
         with self._lock:

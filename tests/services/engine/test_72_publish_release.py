@@ -144,6 +144,8 @@ def test_records_from_the_trusted_ci_run_of_the_commit(session, hub, staged, gh)
     digests_json = json.dumps({p.stem: {k: v for k, v in json.loads(p.read_text()).items() if k != "id"}
                                for p in sorted(records.glob("*.json"))}).encode()
     forged = json.dumps({"cpu-amd64": {}}).encode()
+    never_built = session.sha("never-built")
+    gh.add_commits("ghbuild/ghbuild", "main", [sha, never_built])
     for event, branch, head in (("pull_request", "main", sha), ("push", "feature", sha), ("push", "main", "f" * 40)):
         gh.add_workflow_run("ghbuild/ghbuild", "ci.yml", head_sha=head, branch=branch, event=event,
                             artifacts={"ghbuild-digests": {"ghbuild-digests.json": forged}})
@@ -154,7 +156,7 @@ def test_records_from_the_trusted_ci_run_of_the_commit(session, hub, staged, gh)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _digest(hub, name, "v4.0.0-x86_64") == digests["amd64"]
     assert _digest(hub, name, "v4.0.0-arm64") == digests["arm64"]
-    missing, _ = release(session, hub, "-from-ci", "--version", "4.0.1", "--sha", session.sha("never-built"),
+    missing, _ = release(session, hub, "-from-ci", "--version", "4.0.1", "--sha", never_built,
                          "--records-from", "ci.yml", "--no-github-release", gh=gh)
     assert missing.returncode == 13 and "no successful ci.yml push runs on main" in missing.stderr
 

@@ -164,6 +164,7 @@ def gh():
 def release_run(act, push_run, nightly_run, gh):
     # What GitHub keeps of ci.yml's trusted push run of the commit: release.yml reads its ghbuild-digests
     # artifact through the REST API (act's artifact server has no such API; the fake serves it).
+    gh.add_commits(harness.SELF_REPOSITORY, "main", [act.sha])    # the commit is on the stable branch
     gh.add_workflow_run(harness.SELF_REPOSITORY, "ci.yml", head_sha=act.sha, branch="main", event="push",
                         artifacts={"ghbuild-digests": {"ghbuild-digests.json": json.dumps(digests_output(push_run))}})
     payload = harness.event_payload("workflow_dispatch", act.sha, version=VERSION)
