@@ -707,3 +707,19 @@ def test_the_documented_caller_is_fifteen_lines_github_accepts(tmp_path):
     # Every secret it passes is one the reusable workflow declares.
     declared = set(load(GITHUB / "workflows" / "build-images.yml")["on"]["workflow_call"]["secrets"])
     assert set(load(path)["jobs"]["images"]["secrets"]) <= declared
+
+
+def test_branch_guards_compare_full_refs_and_publishing_jobs_run_in_an_environment():
+    """`github.ref_name` is a tag's name too: a tag named like the default branch would pass a short-name guard.
+    Every job that publishes (images, the sccache helper, the GitHub release) runs in an environment, whose
+    deployment-branch rule holds whatever a branch's copy of the workflow says."""
+    short = [f"{path.name}: {line.strip()}" for path in WORKFLOWS
+             for line in path.read_text("utf-8").splitlines() if re.search(r"\bref_name\s*==|==\s*github\.ref_name\b", line)]
+    assert short == []
+    publishing = {("nightly.yml", "publish"), ("release.yml", "release"), ("sccache-helper.yml", "build"),
+                  ("sccache-helper.yml", "index"), ("ghbuild-release.yml", "pypi")}
+    for workflow, job_id in publishing:
+        job = load(GITHUB / "workflows" / workflow)["jobs"][job_id]
+        assert job.get("environment"), f"{workflow}: job {job_id} publishes outside an environment"
+    guard = load(GITHUB / "workflows" / "ghbuild-release.yml")["jobs"]["package"]["if"]
+    assert "refs/heads/" in guard
