@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from types import SimpleNamespace
+from typing import Any
 
 _STEP_RE = re.compile(r"^#(\d+) \[(?:(?:linux|windows)/[\w/]+ )?([^\]\s]+) (\d+)/(\d+)\] (.*)$")
 _DONE_RE = re.compile(r"^#(\d+) DONE (\d+(?:\.\d+)?)s$")
@@ -77,6 +78,54 @@ class SccacheRuns(SimpleNamespace):
                          unreadable=unreadable if unreadable is not None else set())
 
 
+_MODES = ("read-write", "read-only", "anonymous", "local", "off")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _text_problem(value: Any, where: str) -> str | None:
+    """Strings anywhere in `value` are one line of at most 512 characters: what ghbuild prints of them later
+    (reports, annotations, the summary) can then never start a line of its own, a workflow command's."""
+    if isinstance(value, str):
+        return f"{where}: a control character or more than 512 characters" if (
+            len(value) > 512 or _CONTROL_RE.search(value)) else None
+    if isinstance(value, dict):
+        return next((p for k, v in value.items() for p in (_text_problem(k, where), _text_problem(v, f"{where}.{k}"))
+                     if p), None)
+    if isinstance(value, list):
+        return next((p for item in value if (p := _text_problem(item, where))), None)
+    return None
+
+
+def wrapper_stats_problem(data: Any, stage: str) -> str | None:
+    """What the sccache wrapper would never print in its stats line for `stage`, or None: the fields and
+    types docker/sccache-helper/ghbuild-sccache writes, modes it knows, counts that are numbers."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("stage") != stage:
+        return f"stage {data.get('stage')!r}, not the step's {stage!r}"
+    for key in ("mode", "requested_mode"):
+        if data.get(key) not in _MODES:
+            return f"{key} {data.get(key)!r} is not a mode"
+    fallbacks = data.get("fallbacks", "")
+    if not isinstance(fallbacks, str) or any(f not in _MODES for f in fallbacks.split(",") if f):
+        return "fallbacks is not a list of modes"
+    for key in ("version", "started", "finished", "exit"):
+        if key in data and (not isinstance(data[key], int) or isinstance(data[key], bool)):
+            return f"{key} is not a number"
+    sccache = data.get("sccache")
+    if sccache is not None and not isinstance(sccache, dict):
+        return "sccache is not an object"
+    stats = (sccache or {}).get("stats") or {}
+    if not isinstance(stats, dict):
+        return "sccache.stats is not an object"
+    for key in ("cache_hits", "cache_misses"):
+        counts = (stats.get(key) or {}).get("counts") if isinstance(stats.get(key) or {}, dict) else None
+        if not isinstance(counts or {}, dict) or not all(
+                isinstance(n, int) and not isinstance(n, bool) for n in (counts or {}).values()):
+            return f"sccache.stats.{key}.counts are not numbers"
+    return _text_problem(data, "stats")
+
+
 def sccache_runs(log_text: str) -> SccacheRuns:
     """Per-stage sccache stats from the wrapper's lines in BuildKit's plain progress output, and the
     wrapped steps the layer cache served (they ran in an earlier build: no stats, nothing compiled)."""
@@ -92,14 +141,17 @@ def sccache_runs(log_text: str) -> SccacheRuns:
             if match.group(1) in step_wrapped:
                 runs.cached.add(step_wrapped[match.group(1)])
         elif match := _WRAPPER_STATS_RE.match(line):
+            # Only the wrapper's own line from the wrapper's own step: any RUN step can print this line.
+            stage = step_wrapped.get(match.group(1))
+            if stage is None:
+                continue
             try:
                 data = json.loads(match.group(2))
             except ValueError:
                 data = None
-            stage = step_wrapped.get(match.group(1))
-            if isinstance(data, dict) and isinstance(data.get("stage"), str):
-                runs.stats[data["stage"]] = data
-            elif stage:
+            if wrapper_stats_problem(data, stage) is None:
+                runs.stats[stage] = data
+            else:
                 runs.unreadable.add(stage)
         elif match := _DONE_RE.match(line):
             if match.group(1) in step_wrapped:

@@ -322,3 +322,35 @@ def test_empty_settings_never_reach_the_server(helper, tmp_path):
     assert proc.returncode == 0, proc.stderr
     start = (tmp_path / "sccache.log").read_text().splitlines()[0]
     assert "bucket=b endpoint=unset" in start and "anon=true" in start
+
+
+def _stats_line(step: str, **fields) -> str:
+    data = {"version": 1, "stage": "cpp", "requested_mode": "read-write", "mode": "read-write", "fallbacks": "",
+            "started": 1, "finished": 2, "exit": 0,
+            "sccache": {"stats": {"cache_hits": {"counts": {"C/C++": 3}}, "cache_misses": {"counts": {}}}}}
+    data.update(fields)
+    return f"#{step} 1.0 ghbuild-sccache-stats {json.dumps(data)}\n"
+
+
+def test_only_a_stats_line_the_wrapper_would_print_is_read():
+    """A build's RUN steps print what they like: a stats line from a step that is not the wrapper's, one that
+    names another stage, or one carrying text that would start a workflow command line once ghbuild prints
+    the stage's report (commands are back on by then) is not read."""
+    wrapped = "#7 [cpp 2/2] RUN /opt/ghbuild/bin/ghbuild-sccache run cpp -- make\n"
+    other = "#8 [rust 2/2] RUN cargo build\n"
+    cases = {
+        "another step": other + _stats_line("8") + "#8 DONE 1.0s\n",
+        "another stage": wrapped + _stats_line("7", stage="rust") + "#7 DONE 1.0s\n",
+        "a newline in a string": wrapped + _stats_line("7", mode="read-write\n::add-mask::x") + "#7 DONE 1.0s\n",
+        "a control character in a language": wrapped + _stats_line(
+            "7", sccache={"stats": {"cache_hits": {"counts": {"C\r::warning::x": 1}}}}) + "#7 DONE 1.0s\n",
+        "an unknown mode": wrapped + _stats_line("7", mode="owned") + "#7 DONE 1.0s\n",
+        "a count that is not a number": wrapped + _stats_line(
+            "7", sccache={"stats": {"cache_hits": {"counts": {"C/C++": "9"}}}}) + "#7 DONE 1.0s\n",
+    }
+    for case, log in cases.items():
+        runs = buildlog.sccache_runs(log)
+        assert runs.stats == {}, case
+    assert buildlog.sccache_runs(cases["another stage"]).unreadable == {"cpp"}
+    good = buildlog.sccache_runs(wrapped + _stats_line("7") + "#7 DONE 1.0s\n")
+    assert set(good.stats) == {"cpp"} and good.unreadable == set()
