@@ -468,7 +468,8 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
         except InvalidReferenceError as exc:
             raise where.error("trust.canonical-repository", str(exc)) from None
     trust = TrustOptions(canonical_repository=canonical, stable_branch=tr.get("stable-branch") or None,
-                         self_hosted_for_forks=tr.get("self-hosted-for-forks", False))
+                         self_hosted_for_forks=tr.get("self-hosted-for-forks", False),
+                         hosted_runner_labels=tuple(tr.get("hosted-runner-labels", ())))
 
     pub = data.get("publish", {})
     publish = PublishOptions(

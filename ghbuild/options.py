@@ -106,6 +106,7 @@ class TrustOptions(NamedTuple):
     canonical_repository: str | None = None
     stable_branch: str | None = None
     self_hosted_for_forks: bool = False
+    hosted_runner_labels: tuple[str, ...] = ()   # larger runners' names: GitHub-hosted, like HOSTED_LABELS
 
 
 class PublishOptions(NamedTuple):

@@ -23,15 +23,25 @@ from ghbuild.options import PLATFORM_ARCH, ImageOptions, Options
 
 FALLBACK_STABLE_BRANCH = "main"
 
-# GitHub-hosted runner labels (standard runners; GitHub matches labels case-insensitively). A job whose
-# runs-on is not exactly one of these may land on a self-hosted runner: a custom label alone routes there.
-_HOSTED_LABEL = re.compile(r"ubuntu-(?:latest|slim|\d{2}\.\d{2}(?:-arm)?)|windows-(?:latest|\d{4}|11-arm)"
-                           r"|macos-(?:latest|\d{2}(?:-intel|-large|-xlarge)?)", re.I)
+# GitHub's hosted runner labels (standard and macOS larger runners), compared case-insensitively as GitHub
+# does. A list, not a pattern: a name GitHub does not serve (yet, or any more) may be a self-hosted runner's own
+# label, and a job whose runs-on is not exactly one of these may land on a self-hosted runner. Larger Linux and
+# Windows runners have names an organization picks: trust.hosted-runner-labels lists them.
+HOSTED_LABELS = frozenset({
+    "ubuntu-latest", "ubuntu-26.04", "ubuntu-24.04", "ubuntu-22.04",
+    "ubuntu-26.04-arm", "ubuntu-24.04-arm", "ubuntu-22.04-arm", "ubuntu-slim",
+    "windows-latest", "windows-2025", "windows-2022", "windows-11-arm",
+    "macos-latest", "macos-26", "macos-15", "macos-14", "macos-26-intel", "macos-15-intel",
+    "macos-latest-large", "macos-15-large", "macos-14-large",
+    "macos-latest-xlarge", "macos-26-xlarge", "macos-15-xlarge", "macos-14-xlarge",
+})
 
 
-def github_hosted(labels: tuple[str, ...] | list[str]) -> bool:
-    """True only for one label that names a GitHub-hosted runner image; anything else counts as self-hosted."""
-    return len(labels) == 1 and _HOSTED_LABEL.fullmatch(labels[0].strip()) is not None
+def github_hosted(labels: tuple[str, ...] | list[str], extra: tuple[str, ...] | list[str] = ()) -> bool:
+    """True only for one label that names a GitHub-hosted runner (or one of `extra`, the repository's larger
+    runners); anything else counts as self-hosted."""
+    known = HOSTED_LABELS | {label.strip().lower() for label in extra}
+    return len(labels) == 1 and labels[0].strip().lower() in known
 
 
 class Trust(NamedTuple):
@@ -202,6 +212,10 @@ def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]
         scope = naming.pr_scope(int(ctx.pull_request or 0), source)
         assert ctx.base_ref
         reads_after_own.append(_branch_scope(repo, ctx.base_ref, canonical, stable))
+        if ctx.event == "pull_request_target":
+            # Its GitHub Actions cache entries are stored under the base branch's scope, which every later
+            # run of that branch restores: a pull request must not write there, whoever opened it.
+            gha_write = False
         if ctx.is_fork and ctx.event == "pull_request_target":
             registry_write = gha_write = secrets = False
             reason = (f"pull_request_target from fork {ctx.head_repository or '(deleted)'}: read-only "
@@ -211,6 +225,9 @@ def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]
             registry_write = secrets = False
             reason = (f"pull request #{ctx.pull_request} from fork {ctx.head_repository or '(deleted)'}: "
                       "GitHub gives it no secrets; writes only its own GitHub Actions cache scope")
+        elif ctx.event == "pull_request_target":
+            reason = (f"pull_request_target #{ctx.pull_request} from a branch of {repo}: writes only its own "
+                      "registry scope, no GitHub Actions cache (its entries would land in the base branch's)")
         else:
             reason = f"pull request #{ctx.pull_request} from a branch of {repo}: writes only its own scope"
     elif ctx.event == "merge_group":
@@ -374,7 +391,7 @@ def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
             if arches and PLATFORM_ARCH[platform] not in arches:
                 continue
             job = _job(ctx, options, trust, image, platform)
-            if fork_pr and not github_hosted(job.runs_on):
+            if fork_pr and not github_hosted(job.runs_on, options.trust.hosted_runner_labels):
                 # A fork's code never runs on a persistent runner (its Dockerfile RUN steps, a privileged
                 # GPU container): GitHub's hosted runners are thrown away, self-hosted ones are not.
                 warnings.append(f"{job.id}: not planned for a pull request from a fork: it would run the fork's "

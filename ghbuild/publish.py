@@ -129,9 +129,15 @@ def release_plan(options: Options, image: str, sha: str, owner: str, version, pu
             continue
     stable = [v for v in released if not v.is_prerelease and not v.is_devrelease]
     latest = not version.is_prerelease and not version.is_devrelease and all(version >= v for v in stable)
+    arch_tags = {s.arch: f"{tag}-{s.suffix}" for s in sources}
+    # Every final tag before the first write: a valid PEP 440 version can still make an invalid tag.
+    for final in (tag, *arch_tags.values()):
+        if not naming.TAG_RE.match(final):
+            raise PublishError(f"--version: {version} makes the tag {final!r}, which a registry refuses "
+                               "(letters, digits, _ . -, at most 128 characters)")
     return PublishPlan(kind="release", image=image, sha=sha, staging=staging, publish=publish, sources=sources,
-                       arch_tags={s.arch: f"{tag}-{s.suffix}" for s in sources},
-                       index_tags=(tag, "latest") if latest else (tag,), moving=frozenset({"latest"}))
+                       arch_tags=arch_tags, index_tags=(tag, "latest") if latest else (tag,),
+                       moving=frozenset({"latest"}))
 
 
 class PublishResult(SimpleNamespace):
