@@ -170,7 +170,8 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         finding = pool.submit(_builder, client, options, plan.trust.trusted, env, request.dry_run)
         decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
                                                                                _credentials_refusal(plan), env)
-        builder = finding.result()
+        builder, builder_note = finding.result()
+    warnings += [builder_note] if builder_note else []
     if decision.degraded:
         warnings.append(f"sccache {decision.mode}: {decision.reason}")
     redact = tuple(v for k, v in env.items() if k in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") and v)
@@ -309,21 +310,23 @@ def _client(env: Mapping[str, str], request: BuildRequest,
 
 
 def _builder(client: docker_client.DockerClient, options: Options, trusted: bool, env: Mapping[str, str],
-             dry_run: bool) -> docker_client.Builder:
-    """The builder (docker_client.resolve_builder). A dry run asks nothing: the builder it would pick, by name,
-    its driver as that choice implies and its BuildKit version unknown."""
+             dry_run: bool) -> tuple[docker_client.Builder, str | None]:
+    """The builder (docker_client.resolve_builder) and a warning when build.builder was left out. A dry run asks
+    nothing: the builder it would pick, its driver as that choice implies and its BuildKit version unknown."""
+    choice = docker_client.choose_builder(options.build.builder, trusted, env)
+    note = (f"build.builder = {choice.ignored!r} ignored: an untrusted build inside GitHub Actions gets a builder "
+            "of its own, never a named or remote one" if choice.ignored else None)
     if not dry_run:
         return docker_client.resolve_builder(client, options.build.builder, options.build.builder_network,
-                                             trusted, env)
-    setting = options.build.builder
+                                             trusted, env), note
     suffix = "" if trusted else "-untrusted"
-    if setting and "://" not in setting:
-        return docker_client.Builder(setting, "unknown", "")
-    if setting:
-        return docker_client.Builder(docker_client.REMOTE_BUILDER + suffix, "remote", "")
-    if env.get("RUNNER_ENVIRONMENT") == "github-hosted":
-        return docker_client.Builder(docker_client.CONTAINER_BUILDER + suffix, "docker-container", "")
-    return docker_client.Builder(env.get("DOCKER_CONTEXT") or "default", "docker", "", "containerd")
+    if choice.kind == "named":
+        return docker_client.Builder(choice.name or "", "unknown", ""), note
+    if choice.kind == "address":
+        return docker_client.Builder(docker_client.REMOTE_BUILDER + suffix, "remote", ""), note
+    if choice.kind == "container":
+        return docker_client.Builder(choice.name or "", "docker-container", "", ephemeral=choice.ephemeral), note
+    return docker_client.Builder(env.get("DOCKER_CONTEXT") or "default", "docker", "", "containerd"), note
 
 
 def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, write: bool) -> list[buildcmd.Secret]:
@@ -427,9 +430,15 @@ def _push_image(report: BuildReport, ctx: BuildContext, push: bool) -> None:
 
 def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: docker_client.DockerClient,
                                    builder: docker_client.Builder, env: Mapping[str, str]) -> None:
-    """On a persistent (self-hosted) runner, an untrusted build's cache mounts are pruned after it: no cache
-    key covers their contents, and the next build on that builder could be a trusted one (the engine's own
-    builder is shared by every build on that engine). Hosted runners are thrown away after the job."""
+    """An untrusted job's own builder (self-hosted runners) is removed after the build, with its cache and its
+    `RUN --mount=type=cache` contents, which no cache key covers. Elsewhere, on a persistent (self-hosted)
+    runner an untrusted build's cache mounts are pruned: the next build on that builder could be a trusted one.
+    Hosted runners are thrown away after the job."""
+    if builder.ephemeral:
+        failure = docker_client.remove_builder(client, builder, env)
+        report.warnings.append(f"untrusted build: its own builder {builder.name} was removed" if failure is None
+                               else f"untrusted build: removing its builder {builder.name} failed: {failure}")
+        return
     if plan.trust.trusted or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
         return
     failure = docker_client.prune_cache_mounts(client, builder, env)

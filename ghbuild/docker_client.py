@@ -51,6 +51,7 @@ class Builder(NamedTuple):
     context: str | None = None       # a docker context other than the current one (docker driver): buildx
                                      # reaches its builder only as `docker --context NAME buildx ...`
     docker_host: str | None = None   # that context's engine, where the built image is read for the audit
+    ephemeral: bool = False          # made for this job alone and removed after it (remove_builder)
 
     @property
     def cache_export_problem(self) -> str | None:
@@ -364,24 +365,62 @@ def _create(client: DockerClient, argv: list[str], env: Mapping[str, str], what:
         raise EngineError(f"{what}: {_last_line(proc)}; {why}")
 
 
+class BuilderChoice(NamedTuple):
+    """Which builder a build gets, before any engine is asked (choose_builder)."""
+
+    kind: str                   # "named", "address", "container" (docker-container), "context" (the engine's own)
+    name: str | None            # the builder or context; None: an address's (decided by probing) or the current
+    ignored: str | None = None  # a build.builder left out: an untrusted build inside GitHub Actions
+    ephemeral: bool = False
+
+
+def choose_builder(setting: str | None, trusted: bool, env: Mapping[str, str]) -> BuilderChoice:
+    """The rules, pure. Inside GitHub Actions an untrusted build never takes `build.builder` (the branch's own
+    checkout or its caller's overrides name it: a remote BuildKit there would receive the build and its
+    credentials, a shared builder would carry its cache to trusted builds): on a GitHub-hosted runner it gets
+    the `ghbuild-untrusted` docker-container builder, on a self-hosted one a docker-container builder made for
+    this job alone (the engine's own BuildKit is shared by every job on that persistent machine) and removed
+    after it. Otherwise: a name, an address, `ghbuild[-untrusted]` on GitHub-hosted runners, else the engine's
+    own builder (the current docker context; act and local use, where RUNNER_ENVIRONMENT is unset)."""
+    import secrets
+
+    runner = env.get("RUNNER_ENVIRONMENT")
+    suffix = "" if trusted else "-untrusted"
+    ignored = None
+    if not trusted and env.get("GITHUB_ACTIONS") == "true":
+        ignored, setting = setting, None
+        if runner == "self-hosted":
+            name = f"{CONTAINER_BUILDER}-untrusted-{env.get('GITHUB_RUN_ID') or 'run'}-{secrets.token_hex(4)}"
+            return BuilderChoice("container", name, ignored, ephemeral=True)
+    if setting and "://" not in setting:
+        return BuilderChoice("named", setting)
+    if setting:
+        return BuilderChoice("address", None)
+    if runner == "github-hosted":
+        return BuilderChoice("container", CONTAINER_BUILDER + suffix, ignored)
+    return BuilderChoice("context", None, ignored)
+
+
 def resolve_builder(client: DockerClient, setting: str | None, network: str, trusted: bool,
                     env: Mapping[str, str]) -> Builder:
-    """The builder a build runs on:
+    """The builder a build runs on (choose_builder's rules), created when it must be:
     - `build.builder` a name: that buildx builder or docker context, which must exist;
     - `build.builder` a tcp://, unix:// or ssh:// address: a Docker engine there through a docker context
       ghbuild creates (`ghbuild-engine-<hash>`), else a BuildKit daemon through the `remote` driver;
-    - unset on a GitHub-hosted runner: a docker-container builder `ghbuild` (created once; untrusted runs get
-      `ghbuild-untrusted`, so their cache mounts never reach a trusted build), as docker/setup-buildx-action does;
-    - unset anywhere else: the engine's own BuildKit, the builder of the current docker context."""
+    - a docker-container builder (`ghbuild`, `ghbuild-untrusted`, as docker/setup-buildx-action does, or one
+      of an untrusted job's own), created once;
+    - else the engine's own BuildKit, the builder of the current docker context."""
+    choice = choose_builder(setting, trusted, env)
     suffix = "" if trusted else "-untrusted"
     fix = "set build.builder to a builder that exists (`docker buildx ls`), e.g. \"default\", the engine's own"
-    if setting and "://" not in setting:
-        builder = inspect_builder(client, setting, env)
+    if choice.kind == "named":
+        builder = inspect_builder(client, setting or "", env)
         if builder is None:
             raise ConfigError(f"build.builder: no buildx builder or docker context named {setting!r} "
                               "(`docker buildx ls` lists them)")
         return builder
-    if setting:
+    if choice.kind == "address":
+        assert setting
         scheme = setting.partition("://")[0]
         if scheme == "ssh" or (scheme in ("tcp", "unix") and is_docker_engine(setting)):
             name = "ghbuild-engine-" + hashlib.sha256(setting.encode()).hexdigest()[:12]
@@ -394,21 +433,35 @@ def resolve_builder(client: DockerClient, setting: str | None, network: str, tru
                 _create(client, [client.path, "buildx", "create", "--name", name, "--driver", "remote", setting],
                         env, f"docker buildx create --driver remote {setting} (build.builder)", fix)
         builder = inspect_builder(client, name, env, bootstrap=True)
-    elif env.get("RUNNER_ENVIRONMENT") == "github-hosted":
-        name = CONTAINER_BUILDER + suffix
-        if inspect_builder(client, name, env) is None:
+    elif choice.kind == "container":
+        name = choice.name or CONTAINER_BUILDER + suffix
+        if choice.ephemeral or inspect_builder(client, name, env) is None:
+            why = ("an untrusted build on a self-hosted runner gets a docker-container builder of its own"
+                   if choice.ephemeral else "build.builder is not set")
             _create(client, [client.path, "buildx", "create", "--name", name, "--driver", "docker-container",
                              "--driver-opt", f"network={network}",
                              "--buildkitd-flags", "--allow-insecure-entitlement network.host", "--bootstrap"],
-                    env, f"build.builder is not set, so ghbuild creates the docker-container builder {name}, "
+                    env, f"{why}, so ghbuild creates the docker-container builder {name}, "
                          "and docker buildx create failed", fix)
         builder = inspect_builder(client, name, env, bootstrap=True)
+        if builder is not None and choice.ephemeral:
+            builder = builder._replace(ephemeral=True)
     else:
         name = current_context(client, env)
         builder = inspect_builder(client, name, env, current=name)
     if builder is None:
         raise EngineError(f"builder {name!r} is not usable (`docker buildx inspect {name}` failed); {fix}")
     return builder
+
+
+def remove_builder(client: DockerClient, builder: Builder, env: Mapping[str, str]) -> str | None:
+    """`docker buildx rm --force`: the builder, its container and its state (cache, cache mounts) are gone.
+    Returns why it failed, or None."""
+    try:
+        proc = _run([client.path, "buildx", "rm", "--force", builder.name], env, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["failed"])[-1]
 
 
 def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | None:

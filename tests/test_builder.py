@@ -32,6 +32,7 @@ case "$*" in
      else
        echo "ERROR: no builder \"$last\" found" >&2; exit 1
      fi ;;
+  "buildx rm "*) exit 0 ;;
   *) exit 3 ;;
 esac
 """
@@ -200,3 +201,42 @@ def test_the_legacy_service_as_act_serves_it_takes_any_buildkit():
 def test_no_token_or_no_service_is_named():
     assert "ACTIONS_RUNTIME_TOKEN is not in the environment" in ghacache.problem({}, NEW)
     assert "neither ACTIONS_RESULTS_URL nor ACTIONS_CACHE_URL" in ghacache.problem({"ACTIONS_RUNTIME_TOKEN": "t"}, NEW)
+
+
+ACTIONS = {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "4242"}
+
+
+@pytest.mark.parametrize("setting", ["shared", "tcp://10.0.0.5:2375", "unix:///run/buildkit/buildkitd.sock"])
+@pytest.mark.parametrize("runner", ["github-hosted", "self-hosted"])
+def test_an_untrusted_build_in_actions_never_gets_the_named_or_a_remote_builder(fake, tmp_path, setting, runner):
+    """build.builder comes from the branch's checkout or the caller's overrides: a remote BuildKit named there would
+    receive the job's build (and its registry credentials), a shared one would carry its cache to trusted builds."""
+    choice = docker_client.choose_builder(setting, trusted=False, env={**ACTIONS, "RUNNER_ENVIRONMENT": runner})
+    assert choice.kind == "container" and choice.ignored == setting
+    builder = docker_client.resolve_builder(fake, setting, "host", trusted=False,
+                                            env=env(tmp_path, RUNNER_ENVIRONMENT=runner, **ACTIONS))
+    assert builder.name.startswith("ghbuild-untrusted") and builder.driver == "docker-container"
+    assert not any(call.startswith(("context create", "buildx create --name ghbuild-remote")) for call in asked(tmp_path))
+    assert not any(call.endswith(f" {setting}") for call in asked(tmp_path) if call.startswith("buildx inspect"))
+
+
+def test_an_untrusted_build_on_a_self_hosted_runner_gets_a_builder_of_its_own_removed_after_it(fake, tmp_path):
+    """A persistent runner's engine is shared by every job on it: an untrusted build gets a docker-container builder
+    made for this job alone, never the engine's own BuildKit, and nothing of it (cache, mounts) outlives the job."""
+    hosted = env(tmp_path, RUNNER_ENVIRONMENT="self-hosted", **ACTIONS)
+    first = docker_client.resolve_builder(fake, None, "host", trusted=False, env=hosted)
+    second = docker_client.resolve_builder(fake, None, "host", trusted=False, env=hosted)
+    assert first.ephemeral and first.name.startswith("ghbuild-untrusted-4242-") and first.name != second.name
+    assert first.driver == "docker-container"
+    assert docker_client.remove_builder(fake, first, hosted) is None
+    assert f"buildx rm --force {first.name}" in asked(tmp_path)
+    trusted = docker_client.resolve_builder(fake, None, "host", trusted=True, env=hosted)
+    assert not trusted.ephemeral and trusted.driver == "docker"      # the engine's own, shared by trusted builds only
+
+
+def test_outside_github_runners_an_untrusted_build_keeps_the_engines_builder(fake, tmp_path):
+    """act and local use: RUNNER_ENVIRONMENT unset (GitHub sets it on every runner it runs a job on)."""
+    builder = docker_client.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, **ACTIONS))
+    assert builder.name == "default" and not builder.ephemeral
+    named = docker_client.choose_builder("shared", trusted=False, env={"GITHUB_RUN_ID": "1"})
+    assert named.kind == "named" and named.ignored is None          # outside Actions: the developer's own builder
