@@ -123,6 +123,22 @@ def load_payload(path: str, where: str) -> dict[str, Any]:
     return data
 
 
+# Flags that describe the run for local use. Inside GitHub Actions the run is what GitHub says it is: a flag
+# would let a workflow step (or what it was handed) decide the repository, ref or pull request trust is read
+# from. --event is refused only when it differs (steps may repeat it); --sha names the commit a publish or a
+# build is about and decides no trust (a release checks that it is on the stable branch).
+_LOCAL_ONLY_FLAGS = {"event_path": "--event-path", "repository": "--repository", "ref": "--ref", "pr": "--pr",
+                     "base": "--base", "head_ref": "--head-ref", "head_repo": "--head-repo",
+                     "default_branch": "--default-branch", "ref_protected": "--ref-protected"}
+
+
+def _refuse_context_flags(o: Overrides) -> None:
+    given = [flag for field, flag in _LOCAL_ONLY_FLAGS.items() if getattr(o, field) is not None]
+    if given:
+        raise TrustError(f"{', '.join(given)}: context flags are for local use; inside GitHub Actions the run's "
+                         "repository, ref and pull request come from GitHub (GITHUB_* and the event payload)")
+
+
 def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides | None = None,
                      cwd: Path | None = None) -> GitHubContext:
     """Build the context from GITHUB_* variables, the event payload and flags."""
@@ -136,6 +152,8 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         # Inside a real run, a flag must not turn (say) a pull_request_target run into a trusted push.
         raise TrustError(f"--event {o.event}: this run is a {actual_event} event; "
                          "the event cannot be overridden inside GitHub Actions")
+    if env.get("GITHUB_ACTIONS") == "true":
+        _refuse_context_flags(o)
     event = o.event or actual_event or ""
     if not event and env.get("GITHUB_ACTIONS") != "true":
         # Local use: the run at hand is a push of what is checked out, so a plain `ghbuild build`

@@ -125,6 +125,7 @@ class Options(NamedTuple):
     publish: PublishOptions = PublishOptions()
     # Where each effective value came from, by dotted key ("images.cpu.platforms" -> "GHBUILD_...").
     sources: Mapping[str, str] = _EMPTY
+    notices: tuple[str, ...] = ()       # config file keys left out (config.CHECKOUT_IGNORED), one line each
 
     @property
     def project_dir(self) -> Path:

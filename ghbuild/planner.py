@@ -182,7 +182,7 @@ def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]
     """Who may write what. Trust comes from what GitHub reports about the run (event, repository, ref,
     the payload's default branch, GITHUB_REF_PROTECTED), never from the checkout alone: a config in a
     branch that names that branch stable does not make it trusted unless GitHub protects it."""
-    warnings: list[str] = []
+    warnings: list[str] = list(options.notices)
     repo = naming.normalize_slug(ctx.repository)
     canonical = options.trust.canonical_repository or repo
     default = ctx.default_branch

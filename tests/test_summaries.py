@@ -11,20 +11,21 @@ from ghbuild import render
 HOSTILE = "x | <img src=x onerror=alert(1)> [click](https://evil.example) # `tick`"
 
 
-def _matrix_summary(tmp_path, event) -> tuple[str, dict[str, str]]:
+def _matrix_summary(tmp_path, event, **variables: str) -> tuple[str, dict[str, str]]:
     write_options(tmp_path / "project")
     summary, output = tmp_path / "summary.md", tmp_path / "output"
     summary.write_text("")
     output.write_text("")
     env = {**event.environ(), "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary),
-           "GITHUB_OUTPUT": str(output)}
+           "GITHUB_OUTPUT": str(output), **variables}
     result = run_in_process(tmp_path / "project", "matrix", env=env)
     assert result.returncode == 0, result.stderr
     return summary.read_text(), read_outputs(output.read_text())
 
 
 def test_matrix_on_a_fork_pull_request_says_why_it_is_untrusted(tmp_path, event):
-    text, outputs = _matrix_summary(tmp_path, event("pull_request"))
+    # Inside Actions trust.* comes from variables only (the fork's own config file is not read for it).
+    text, outputs = _matrix_summary(tmp_path, event("pull_request"), GHBUILD_TRUST_SELF_HOSTED_FOR_FORKS="true")
     assert outputs["trusted"] == "false"
     assert f"Pull request #15 from `{FORK_REPO}` (a fork) into `master`." in text
     assert "| trusted | **no**: pull request #15 from fork crazy-max/test-docker-action" in text

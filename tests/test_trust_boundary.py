@@ -429,3 +429,52 @@ def test_a_release_version_that_makes_no_valid_tag_is_refused_before_any_write(p
     parsed = publish.parse_version(version)
     with pytest.raises(errors.PublishError, match=r"--version: .* makes the tag '.*', which a registry refuses"):
         publish.release_plan(options, "app", SHA, "org", parsed, [])
+
+
+def _actions_push(project: Path, ref: str, **extra: str) -> dict[str, str]:
+    """The variables GitHub sets for a push of `ref` in org/project (default branch main)."""
+    payload = project.parent / "push.json"
+    payload.write_text(json.dumps({"ref": ref, "after": SHA, "repository": {"full_name": "org/project",
+                                                                              "default_branch": "main"}}), "utf-8")
+    return {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": str(payload),
+            "GITHUB_REPOSITORY": "org/project", "GITHUB_REF": ref, "GITHUB_REF_NAME": ref.rsplit("/", 1)[-1],
+            "GITHUB_SHA": SHA, "RUNNER_ENVIRONMENT": "github-hosted", **extra}
+
+
+def test_inside_actions_the_branchs_config_does_not_make_it_trusted(project):
+    """A branch names itself stable in its own ghbuild.toml; a ruleset on the branch (any ruleset: a name pattern
+    blocking deletion) makes GitHub report it protected. Inside Actions the file's trust.* is not read: the run
+    stays untrusted and gets no S3 credentials. The same value from a variable (the caller's overrides) counts."""
+    (project / "ghbuild.toml").write_text(CONFIG + '\n[trust]\nstable-branch = "feature"\n'
+                                          'self-hosted-for-forks = true\n\n[build]\nbuilder = "tcp://10.0.0.9:1234"\n')
+    env = {**_actions_push(project, "refs/heads/feature", GITHUB_REF_PROTECTED="true"), **AWS}
+    proc = ghbuild(project, "build", "--image", "app", "--arch", "amd64", "--dry-run", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert all(":main-" not in ref for ref in report["cache_to"]), report["cache_to"]
+    assert "--builder ghbuild-untrusted " in report["command"] and "ghbuild-remote" not in report["command"]
+    plan = ghbuild(project, "plan", "--json", env=env)
+    assert plan.returncode == 0 and json.loads(plan.stdout)["context"]["trusted"] is False, plan.stdout
+    text = " ".join(json.loads(plan.stdout)["warnings"])
+    for key in ("trust.stable-branch", "trust.self-hosted-for-forks", "build.builder"):
+        assert f"{key} in the config file ignored inside GitHub Actions" in text, key
+    from_variable = ghbuild(project, "plan", "--json", env={**env, "GHBUILD_TRUST_STABLE_BRANCH": "feature"})
+    assert json.loads(from_variable.stdout)["context"]["trusted"] is True
+    # Outside Actions (a developer's machine) the file is what there is.
+    local = ghbuild(project, "plan", "--json", *BRANCH_PUSH, "--ref-protected", "true", "--sha", SHA)
+    assert json.loads(local.stdout)["context"]["trusted"] is True
+
+
+@pytest.mark.parametrize("flags", [["--ref", "main"], ["--repository", "org/project"], ["--default-branch", "feature"],
+                                   ["--ref-protected", "true"], ["--event-path", "other.json"],
+                                   ["--pr", "7", "--head-repo", "org/project"]])
+def test_inside_actions_context_flags_cannot_redescribe_the_run(project, flags):
+    """A step that passes --ref main on a branch's push (or is handed it) must not plan a trusted run: inside
+    GitHub Actions only GitHub's own variables and payload say what the run is."""
+    env = {**_actions_push(project, "refs/heads/feature"), **AWS}
+    proc = ghbuild(project, "plan", "--json", *flags, env=env)
+    assert proc.returncode == 6 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines()[-1].endswith(
+        "context flags are for local use; inside GitHub Actions the run's repository, ref and pull request come "
+        "from GitHub (GITHUB_* and the event payload)")
+    assert flags[0] in proc.stderr
