@@ -387,40 +387,32 @@ def load(explicit: str | None = None, env: Mapping[str, str] | None = None, cwd:
     return from_data(raw, path, env)
 
 
-# What decides who is trusted and where a build runs. Inside GitHub Actions the checked-out config is the
-# branch's (or the pull request's) own, so these come only from GHBUILD_* variables: the caller workflow's
-# `overrides` and repository variables, which the workflow sets.
-CHECKOUT_IGNORED = (("trust",), ("build", "builder"))
+# Settings that would widen what a run may do. Inside GitHub Actions the checked-out config is the branch's
+# (or the pull request's) own, so these come only from GHBUILD_* variables there: the caller workflow's
+# `overrides` and repository variables. The rest may stay in the file: trust.canonical-repository can only
+# narrow trust (every repository is its own canonical by default), and build.builder is taken by trusted runs
+# only (whose checkout is the trusted branch's; docker_client.choose_builder).
+CHECKOUT_IGNORED = ("trust.stable-branch", "trust.self-hosted-for-forks", "trust.hosted-runner-labels")
 
 
 def _without_checkout_steering(raw: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
-    """`raw` without the CHECKOUT_IGNORED keys when running inside GitHub Actions, and a notice per key left out."""
+    """`raw` without the CHECKOUT_IGNORED keys when running inside GitHub Actions, and a notice per key left
+    out that no variable sets anyway."""
     if env.get("GITHUB_ACTIONS") != "true":
         return raw, []
     data = copy.deepcopy(raw)
     notices: list[str] = []
-    for path in CHECKOUT_IGNORED:
-        node = data
-        for part in path[:-1]:
-            node = node.get(part) if isinstance(node.get(part), dict) else {}
-        value = node.pop(path[-1], None) if isinstance(node, dict) else None
-        keys = [f"trust.{k}" for k in value] if path == ("trust",) and isinstance(value, dict) else \
-            ([".".join(path)] if value is not None else [])
-        for key in keys:
-            variable = ENV_PREFIX + key.upper().replace(".", "_").replace("-", "_")
-            if variable in env or (key == "trust.canonical-repository" and isinstance(value, dict) and _same_slug(
-                    value.get("canonical-repository"), env.get("GITHUB_REPOSITORY"))):
-                continue    # set by its variable, or what is in effect anyway (the repository the run is in)
+    for key in CHECKOUT_IGNORED:
+        section, leaf = key.split(".")
+        table = data.get(section)
+        if not isinstance(table, dict) or leaf not in table:
+            continue
+        del table[leaf]
+        variable = ENV_PREFIX + key.upper().replace(".", "_").replace("-", "_")
+        if variable not in env:
             notices.append(f"{key} in the config file ignored inside GitHub Actions (the checkout is the branch's "
                            f"own): set it with the caller workflow's overrides or {variable}")
     return data, notices
-
-
-def _same_slug(a: Any, b: str | None) -> bool:
-    try:
-        return isinstance(a, str) and bool(b) and naming.normalize_slug(a) == naming.normalize_slug(b or "")
-    except InvalidReferenceError:
-        return False
 
 
 def from_data(raw: dict[str, Any], path: Path, env: Mapping[str, str]) -> Options:

@@ -91,6 +91,16 @@ def validate_tag(tag: str, where: str = "tag") -> str:
     return tag
 
 
+UNTRUSTED_SUFFIX = "-untrusted"
+
+
+def untrusted_repository(name: str) -> str:
+    """Where untrusted runs write what a trusted run writes to `name` (caches, per-commit and base-identity
+    tags): a repository of its own, so that the trusted one can be made read-only to every credential an
+    untrusted job holds (GHCR's per-package Actions access, a Docker Hub or ECR repository policy)."""
+    return name + UNTRUSTED_SUFFIX
+
+
 def validate_repository(name: str, where: str = "repository") -> str:
     """An image repository without tag or digest, e.g. ghcr.io/org/ci or 127.0.0.1:5000/x/y.
 

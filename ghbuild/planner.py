@@ -287,6 +287,11 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
         naming.validate_repository(canonical_cache_repo, "registries.cache")
     if staging:
         naming.validate_repository(staging, f"images.{image.name}.staging")
+    if not trust.trusted:
+        # Everything an untrusted run writes, and every scope but the canonical one, lives in repositories of
+        # their own (naming.untrusted_repository): the trusted ones can then be read-only to untrusted jobs.
+        cache_repo = cache_repo and naming.untrusted_repository(cache_repo)
+        staging = staging and naming.untrusted_repository(staging)
 
     cache_from: list[str] = []
     for scope in trust.read_scopes:

@@ -79,7 +79,7 @@ def test_build_needs_no_flags_and_says_what_it_assumed(checkout):
     sha = _git(checkout, "rev-parse", "HEAD")
     tags = json.loads(result.stdout)["tags"]
     # No default branch known locally: not trusted, so only the branch's own preview scope is written.
-    assert tags and all(t.startswith("ghcr.io/acme/ghbuild-cpu:preview-feature_x-") and t.endswith(f"{sha}-x86_64")
+    assert tags and all(t.startswith("ghcr.io/acme/ghbuild-cpu-untrusted:preview-feature_x-") and t.endswith(f"{sha}-x86_64")
                         for t in tags), tags
 
 

@@ -81,10 +81,11 @@ def test_push_to_another_branch_writes_its_scope_and_reads_it_then_main(event, p
     p = plan_for(event("push_dev"))
     job = p.job("rocm", "arm64")
     assert gha_scopes(job.cache_to) == [f"{DEV}-rocm-arm64"]
-    assert registry_refs(job.cache_to) == [f"ghcr.io/docker/ci-cache:{DEV}-rocm-arm64"]
+    # Untrusted scopes live in a repository of their own; the canonical one is read from the trusted one.
+    assert registry_refs(job.cache_to) == [f"ghcr.io/docker/ci-cache-untrusted:{DEV}-rocm-arm64"]
     assert job.cache_from == (
         f"type=gha,scope={DEV}-rocm-arm64",
-        f"type=registry,ref=ghcr.io/docker/ci-cache:{DEV}-rocm-arm64",
+        f"type=registry,ref=ghcr.io/docker/ci-cache-untrusted:{DEV}-rocm-arm64",
         "type=gha,scope=master-rocm-arm64",
         "type=registry,ref=ghcr.io/docker/ci-cache:master-rocm-arm64",
     )
@@ -100,11 +101,11 @@ def test_pull_request_into_the_default_branch_reads_pr_then_main(event, plan_for
     job = p.job("cpu", "arm64")
     # pull_request_target's GitHub Actions cache entries would be stored under the base branch's scope.
     assert gha_scopes(job.cache_to) == ([] if name == "pull_request_target" else [f"{own}-cpu-arm64"])
-    assert registry_refs(job.cache_to) == [f"ghcr.io/docker/ci-cache:{own}-cpu-arm64"]
+    assert registry_refs(job.cache_to) == [f"ghcr.io/docker/ci-cache-untrusted:{own}-cpu-arm64"]
     # Nor reads: reading needs the runtime token, which can write.
     assert gha_scopes(job.cache_from) == ([] if name == "pull_request_target" else [f"{own}-cpu-arm64",
                                                                                   "master-cpu-arm64"])
-    assert registry_refs(job.cache_from) == [f"ghcr.io/docker/ci-cache:{own}-cpu-arm64",
+    assert registry_refs(job.cache_from) == [f"ghcr.io/docker/ci-cache-untrusted:{own}-cpu-arm64",
                                              "ghcr.io/docker/ci-cache:master-cpu-arm64"]
 
 
@@ -118,8 +119,9 @@ def test_pull_request_into_another_branch_reads_pr_then_base_then_main(event, pl
     assert gha_scopes(job.cache_to) == ([] if name == "pull_request_target" else [f"{own}-rocm-x86_64"])
     assert gha_scopes(job.cache_from) == ([] if name == "pull_request_target" else
                                           [f"{own}-rocm-x86_64", f"{DEV}-rocm-x86_64", "master-rocm-x86_64"])
-    assert registry_refs(job.cache_from) == [f"ghcr.io/docker/ci-cache:{key}" for key in
-                                             (f"{own}-rocm-x86_64", f"{DEV}-rocm-x86_64", "master-rocm-x86_64")]
+    assert registry_refs(job.cache_from) == [f"ghcr.io/docker/ci-cache-untrusted:{own}-rocm-x86_64",
+                                             f"ghcr.io/docker/ci-cache-untrusted:{DEV}-rocm-x86_64",
+                                             "ghcr.io/docker/ci-cache:master-rocm-x86_64"]
 
 
 def test_pull_request_reads_exactly_what_pushes_to_its_base_write(event, plan_for):
@@ -337,12 +339,12 @@ def test_a_fork_push_reads_the_canonical_cache_of_the_canonical_owner(event, pla
     job = p.job("cpu", "amd64")
     own = preview(FORK_REPO, "dev")
     # Writes go to the fork's own namespace; the fallback is the cache the canonical repository writes.
-    assert registry_refs(job.cache_to) == [f"ghcr.io/crazy-max/ci-cache:{own}-cpu-x86_64"]
-    assert registry_refs(job.cache_from) == [f"ghcr.io/crazy-max/ci-cache:{own}-cpu-x86_64",
+    assert registry_refs(job.cache_to) == [f"ghcr.io/crazy-max/ci-cache-untrusted:{own}-cpu-x86_64"]
+    assert registry_refs(job.cache_from) == [f"ghcr.io/crazy-max/ci-cache-untrusted:{own}-cpu-x86_64",
                                              "ghcr.io/docker/ci-cache:master-cpu-x86_64"]
     canonical = plan_for(event("push_master")).job("cpu", "amd64")
     assert set(registry_refs(canonical.cache_to)) <= set(registry_refs(job.cache_from))
-    assert job.tags == (f"ghcr.io/crazy-max/ci-cpu:{own}-{SHA_MASTER}-x86_64",)
+    assert job.tags == (f"ghcr.io/crazy-max/ci-cpu-untrusted:{own}-{SHA_MASTER}-x86_64",)
 
 
 # --------------------------------------------------------------------------- invariants over many runs
@@ -691,7 +693,32 @@ def test_a_fork_push_reads_the_canonical_owner_and_writes_its_own_namespace(even
     p = plan_for(fork_push, make_options(extra=BASES))
     refs = planner.base_refs(p, p.job("rocm-base", "amd64"), IDENT)
     assert refs.read[0] == f"ghcr.io/docker/ci-rocm-base:rocm-base-{IDENT}"
-    assert refs.write and refs.write.startswith("ghcr.io/crazy-max/ci-rocm-base:")
+    assert refs.write and refs.write.startswith("ghcr.io/crazy-max/ci-rocm-base-untrusted:")
+
+
+@pytest.mark.parametrize("name", ["push_dev", "pull_request same repo", "pull_request_target same repo",
+                                  "merge_group", "tag"])
+def test_no_untrusted_run_writes_a_repository_a_trusted_run_reads(event, plan_for, make_options, name):
+    """The trusted build imports its cache and finds its bases in the trusted repositories; every repository an
+    untrusted run writes (cache, per-commit and base-identity tags) is another one, so that the trusted ones can
+    be read-only to any credential an untrusted job holds (README: Who can write what)."""
+    options = make_options(extra=BASES)
+    untrusted_ev = {"push_dev": lambda: event("push_dev"),
+                    "pull_request same repo": lambda: event("pull_request").same_repo(),
+                    "pull_request_target same repo": lambda: event("pull_request_target").same_repo(),
+                    "merge_group": lambda: event("merge_group"), "tag": lambda: _push_tag(event)}[name]()
+    trusted, untrusted = plan_for(event("push_master"), options), plan_for(untrusted_ev, options)
+    assert trusted.trust.trusted and not untrusted.trust.trusted
+    read = {ref.split(":", 1)[0] for job in trusted.jobs for ref in registry_refs(job.cache_from)}
+    read |= {job.staging_repository for job in trusted.jobs}
+    read |= {planner.base_refs(trusted, job, IDENT).read[0].split(":", 1)[0] for job in trusted.jobs
+             if job.identity_prefix}
+    written = {ref.split(":", 1)[0] for job in untrusted.jobs for ref in registry_refs(job.cache_to)}
+    written |= {tag.split(":", 1)[0] for job in untrusted.jobs for tag in job.tags}
+    written |= {(planner.base_refs(untrusted, job, IDENT).write or ":").split(":", 1)[0]
+                for job in untrusted.jobs if job.identity_prefix}
+    assert written and read and not (read & written), read & written
+    assert all(repo.endswith("-untrusted") for repo in written - {""})
 
 
 def test_base_refs_refuse_an_image_without_identity(event, plan_for, make_options):

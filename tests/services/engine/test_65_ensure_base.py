@@ -68,7 +68,8 @@ base = "tiny"
     for args in (["init", "-q", "-b", "main"], ["add", "-A"],
                  ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init"]):
         subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
-    session.created_repos.update({f"ghbuild-test-{session.sid}/tiny", f"ghbuild-test-{session.sid}/app"})
+    session.created_repos.update({f"ghbuild-test-{session.sid}/{name}" for name in
+                                  ("tiny", "app", "tiny-untrusted", "app-untrusted")})
     return root
 
 
@@ -181,7 +182,10 @@ def test_untrusted_runs_never_write_the_canonical_ref(session: Session, project:
     assert result["built"] is True
     own_tag = result["found_at"].rsplit(":", 1)[1]
     assert own_tag.startswith("pr-7-") and own_tag.endswith(f"-tiny-{identity}")
-    assert tag_digest(session, repo, own_tag) == result["digest"]
+    # In the untrusted repository, which the trusted build never reads from.
+    assert result["found_at"].rsplit(":", 1)[0].endswith(f"{repo}-untrusted")
+    assert tag_digest(session, f"{repo}-untrusted", own_tag) == result["digest"]
+    assert tag_digest(session, repo, own_tag) is None
     assert tag_digest(session, repo, f"tiny-{identity}") is None
     # A fork's pull request may not push at all: a miss is refused, not built.
     env = session.env(GHBUILD_IMAGES_TINY_IDENTITY_VERSION="fork")

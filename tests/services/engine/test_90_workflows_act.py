@@ -78,7 +78,8 @@ def act(session):
                               "GHBUILD_SCCACHE_HELPER_IMAGE": local["GHBUILD_SCCACHE_HELPER_IMAGE"]},
                    namespace=namespace, staging=session.registry, hub=RegistryClient(local["GHBUILD_LOCAL_HUB"]),
                    local=local, aws_secret=session.base_env["AWS_SECRET_ACCESS_KEY"])
-    session.created_repos.update({f"{namespace}/{name}" for name in ("cpu", "rocm-base", "rocm", "cache")})
+    session.created_repos.update({f"{namespace}/{name}{kind}" for name in ("cpu", "rocm-base", "rocm", "cache")
+                                  for kind in ("", "-untrusted")})
     session.used_shas.add(sha)
     session.secrets.add(runner.aws_secret)
     try:
@@ -336,7 +337,7 @@ def fork_caller_run(act, session):
                                   FORK_REPOSITORY, f"fork of native-app, session {session.sid}")
     namespace = f"{act.namespace}-fork"
     staging = f"{session.local['GHBUILD_LOCAL_STAGING']}/{namespace}"
-    session.created_repos.update({f"{namespace}/cpu", f"{namespace}/cache"})
+    session.created_repos.update({f"{namespace}/{name}" for name in ("cpu", "cache", "cpu-untrusted", "cache-untrusted")})
     session.used_shas.add(sha)
     env = {"GHBUILD_IMAGES_CPU_TARGET": None,      # the fork's cpu image has no os-base stage
            "GHBUILD_REGISTRIES_STAGING": f"{staging}/{{image}}", "GHBUILD_REGISTRIES_CACHE": f"{staging}/cache",
@@ -351,10 +352,11 @@ def fork_caller_run(act, session):
 def test_the_documented_caller_builds_in_a_fork_without_secrets(act, fork_caller_run):
     run = fork_caller_run
     harness.assert_green(run, {"/plan", "/cpu-amd64", "/summary"})
-    name = f"{run.namespace}/cpu"
+    name = f"{run.namespace}/cpu-untrusted"      # not the canonical repository: its untrusted repository
     tags = act.staging.tags(name) or []
     own = [t for t in tags if re.fullmatch(rf"preview-main-[0-9a-f]{{12}}-{run.sha}-x86_64", t)]
     assert len(own) == 1 and len(tags) == 1, f"only its own preview tag, got {tags}"
+    assert not act.staging.tags(f"{run.namespace}/cpu")
     digest = digest_of(act.staging, name, own[0])
     assert digests_output(run) == {"cpu-amd64": {"image": "cpu", "arch": "amd64", "platform": "linux/amd64",
                                                  "digest": digest, "ref": f"{act.staging.host}/{name}@{digest}",
