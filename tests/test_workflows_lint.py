@@ -430,9 +430,13 @@ def fake_toolkit(tmp_path: Path) -> Path:
     root = tmp_path / "toolkit"
     (root / ".github" / "actions" / "setup").mkdir(parents=True)
     shutil.copy2(SETUP_PY, root / ".github" / "actions" / "setup" / "setup.py")
+    # Locks of nothing: the fake project has no dependencies (the real locks are checked on their own below).
+    (root / ".github" / "actions" / "setup" / "requirements").mkdir()
+    for extras in ("light", "aws", "docker", "all"):
+        (root / ".github" / "actions" / "setup" / "requirements" / f"{extras}.txt").write_text(f"# {extras}\n")
     (root / "ghbuild").mkdir()
     (root / "ghbuild" / "__init__.py").write_text('__version__ = "0.1.0"\n')
-    (root / "pyproject.toml").write_text('[project]\nname = "ghbuild"\n')
+    (root / "pyproject.toml").write_text('[project]\nname = "ghbuild"\nversion = "0.1.0"\n')
     (root / "README.md").write_text("ghbuild\n")
     return root
 
@@ -455,7 +459,8 @@ def plant_install(root: Path, runner_temp: Path) -> None:
     """What a first setup leaves: the venv's ghbuild and the stamp of the sources it came from."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ghbuild_setup_action", SETUP_PY)
+    # The toolkit's own copy: its locks are the toolkit's.
+    spec = importlib.util.spec_from_file_location("ghbuild_setup_action", root / ".github/actions/setup/setup.py")
     setup_module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(setup_module)
     home = runner_temp / "ghbuild"
@@ -586,13 +591,13 @@ def test_a_second_job_restores_the_environment_wherever_its_runner_temp_is(node,
     job = SetupJob(node, tmp_path, tmp_path / "cache-store")
     first = job.run(tmp_path / "job1" / "tmp", "push")
     assert first["hit"] == "false" and first["cached"] == "false" and first["saved"], first
-    assert job.uv_log.read_text().count("pip install") == 1
+    assert job.uv_log.read_text().count("--no-build-isolation") == 1
     shutil.rmtree(tmp_path / "job1")            # the runner empties RUNNER_TEMP after the job
     second = job.run(tmp_path / "elsewhere" / "job2" / "tmp", "push")
     assert (second["key"], second["path"]) == (first["key"], first["path"]), "the same environment, the same entry"
     assert second["hit"] == "true" and second["cached"] == "true" and not second["saved"], second
     assert "restored from the GitHub Actions cache" in second["log"]
-    assert job.uv_log.read_text().count("pip install") == 1, "nothing installed by the second job"
+    assert job.uv_log.read_text().count("--no-build-isolation") == 1, "nothing installed by the second job"
     # Relocated: the console script names the second job's interpreter, and runs.
     exe = tmp_path / "elsewhere" / "job2" / "tmp" / "ghbuild" / "venv" / "bin" / "ghbuild"
     assert exe.read_text().startswith(f"#!{exe.parent / 'python'}\n")
@@ -638,7 +643,7 @@ def test_a_restored_stage_that_does_not_match_its_manifest_is_installed_instead(
     again = job.run(tmp_path / "job2" / "tmp", "push")
     assert again["hit"] == "true" and again["cached"] == "false" and again["version"] == "0.1.0", again
     assert "does not match its manifest" in again["log"]
-    assert job.uv_log.read_text().count("pip install") == 2
+    assert job.uv_log.read_text().count("--no-build-isolation") == 2
 
 
 @pytest.mark.parametrize("runner", ["self-hosted", "github-hosted"])
@@ -667,7 +672,7 @@ def test_a_stage_file_replaced_by_a_symlink_or_a_fifo_is_never_followed(node, tm
                                                    "GHBUILD_SETUP_RESTORED": "true"})
     assert out["cached"] == "false" and out["version"] == "0.1.0", out
     assert "does not match its manifest" in proc.stdout
-    assert job.uv_log.read_text().count("pip install") == 2
+    assert job.uv_log.read_text().count("--no-build-isolation") == 2
 
 
 def test_setup_refuses_a_bad_extras_input(tmp_path):
@@ -679,6 +684,10 @@ def test_setup_refuses_a_folder_that_is_not_ghbuild(tmp_path):
     root = tmp_path / "other"
     (root / ".github" / "actions" / "setup").mkdir(parents=True)
     shutil.copy2(SETUP_PY, root / ".github" / "actions" / "setup" / "setup.py")
+    # Locks of nothing: the fake project has no dependencies (the real locks are checked on their own below).
+    (root / ".github" / "actions" / "setup" / "requirements").mkdir()
+    for extras in ("light", "aws", "docker", "all"):
+        (root / ".github" / "actions" / "setup" / "requirements" / f"{extras}.txt").write_text(f"# {extras}\n")
     proc, _ = run_setup(root, tmp_path / "rt", tmp_path)
     assert proc.returncode == 1 and "is not a ghbuild checkout" in proc.stdout
 
@@ -717,9 +726,44 @@ def test_branch_guards_compare_full_refs_and_publishing_jobs_run_in_an_environme
              for line in path.read_text("utf-8").splitlines() if re.search(r"\bref_name\s*==|==\s*github\.ref_name\b", line)]
     assert short == []
     publishing = {("nightly.yml", "publish"), ("release.yml", "release"), ("sccache-helper.yml", "build"),
-                  ("sccache-helper.yml", "index"), ("ghbuild-release.yml", "pypi")}
+                  ("sccache-helper.yml", "index"), ("ghbuild-release.yml", "tag"), ("ghbuild-release.yml", "pypi")}
     for workflow, job_id in publishing:
         job = load(GITHUB / "workflows" / workflow)["jobs"][job_id]
         assert job.get("environment"), f"{workflow}: job {job_id} publishes outside an environment"
-    guard = load(GITHUB / "workflows" / "ghbuild-release.yml")["jobs"]["package"]["if"]
+    guard = load(GITHUB / "workflows" / "ghbuild-release.yml")["jobs"]["check"]["if"]
     assert "refs/heads/" in guard
+
+
+def test_setup_installs_only_what_its_hashed_lock_names(node, tmp_path):
+    """Nothing installed at run time floats: the dependencies and the build backend come from the extras' lock
+    with --require-hashes, ghbuild itself from the action's checkout without dependencies or build isolation
+    (which would fetch setuptools unhashed), and the lock's bytes are part of the environment's cache key."""
+    job = SetupJob(node, tmp_path, tmp_path / "cache-store")
+    job.run(tmp_path / "job" / "tmp", "push")
+    calls = job.uv_log.read_text().splitlines()
+    lock = job.root / ".github" / "actions" / "setup" / "requirements" / "all.txt"
+    assert calls[0].endswith(f"--require-hashes -r {lock}"), calls
+    assert "--no-deps --no-build-isolation" in calls[1] and len(calls) == 2, calls
+    root, runner_temp = job.root, tmp_path / "key-temp"
+    _, before = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux", RUNNER_ARCH="X64")
+    lock.write_text(lock.read_text() + "# a changed lock\n")
+    _, after = setup_key(root, runner_temp, tmp_path, GITHUB_EVENT_NAME="push", RUNNER_OS="Linux", RUNNER_ARCH="X64")
+    assert before["key"] != after["key"]
+
+
+@pytest.mark.parametrize("extras", ["light", "aws", "docker", "all"])
+def test_each_lock_pins_every_dependency_by_hash(extras):
+    """The locks `make lock` writes: every package pinned (==) with at least one sha256, the project's
+    dependencies (and the extras' packages, and the build backend) all in it."""
+    import tomllib
+
+    text = (SETUP_PY.parent / "requirements" / f"{extras}.txt").read_text("utf-8")
+    entries = re.findall(r"^([A-Za-z0-9_.-]+)==([^ \\;]+)(.*?)(?=^\S|\Z)", text, re.M | re.S)
+    pinned = {name.lower().replace("_", "-") for name, _, _ in entries}
+    assert entries and all("--hash=sha256:" in rest for _, _, rest in entries)
+    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    wanted = list(project["project"]["dependencies"]) + list(project["build-system"]["requires"])
+    extra = project["project"]["optional-dependencies"]
+    wanted += {"light": [], "aws": extra["aws"], "docker": extra["docker"], "all": extra["aws"] + extra["docker"]}[extras]
+    names = {re.match(r"[A-Za-z0-9_.-]+", req).group(0).lower().replace("_", "-") for req in wanted}
+    assert names <= pinned, names - pinned

@@ -63,6 +63,9 @@ CACHE_WRITE_EVENTS = frozenset({"push", "pull_request", "merge_group", "schedule
 PRECOMPILE = ("ghbuild", "requests", "urllib3", "idna", "certifi", "charset_normalizer", "jsonschema",
               "jsonschema_specifications", "referencing", "rpds", "attr", "attrs", "packaging", "actions_toolkit")
 SOURCES = ("pyproject.toml", "README.md", "ghbuild")   # what `pip install <root>` needs
+# Every package installed at run time, by version and sha256 (`make lock`), one file per extras set: what a
+# job installs is what this commit of ghbuild says, never what the index serves that day.
+LOCKS = Path(__file__).resolve().parent / "requirements"
 SKIP = {"__pycache__", ".pytest_cache"}
 # botocore ships the models of every AWS service (about 450 folders: 30 MB, 2,900 of the environment's 4,400
 # files). ghbuild's environment is its own and calls S3 (sccache) and ECR (logins); botocore's credential
@@ -117,10 +120,22 @@ def requested_extras() -> str:
     return ",".join(sorted(set(names)))
 
 
+def lock_for(extras: str) -> Path:
+    """The hashed lock of an extras set ("" light, aws, docker, all = aws,docker)."""
+    names = {name for name in extras.split(",") if name}
+    name = "all" if "all" in names or names == {"aws", "docker"} else (names.pop() if names else "light")
+    lock = LOCKS / f"{name}.txt"
+    if not lock.is_file():
+        fail(f"extras: no hashed lock {lock} for [{extras}] (ghbuild's checkout is incomplete; `make lock` writes it)")
+    return lock
+
+
 def fingerprint(root: Path, files: list[Path], extras: str) -> str:
     digest = hashlib.sha256()
     # Not the environment's own path: a restored environment is relocated (see restore_stage).
     digest.update(f"{sys.version}\0{Path(sys.executable).resolve()}\0[{extras}]\0".encode())
+    # The lock: the packages (and their hashes) the environment is made of.
+    digest.update(hashlib.sha256(lock_for(extras).read_bytes()).digest())
     # This script too: how it installs (e.g. trim_botocore) is part of what the environment is.
     digest.update(hashlib.sha256(Path(__file__).read_bytes()).digest())
     for path in files:
@@ -205,17 +220,22 @@ def install(root: Path, files: list[Path], home: Path, extras: str) -> str:
         fail(f"cannot create a virtual environment with {sys.executable} ({exc}); on Debian/Ubuntu "
              "install python3-venv, or pass another interpreter as the `python` input")
     python = env_dir / "bin" / "python"
-    target = f"{src}[{extras}]" if extras else str(src)
+    lock = lock_for(extras)
+    # The dependencies and the build backend from the hashed lock, then ghbuild itself from this checkout,
+    # built with that backend: nothing comes from the index unhashed.
     if uv:
         # uv's own cache lives and dies with the job; no byte-compiling of everything (see PRECOMPILE).
         env = {**os.environ, "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(home / "uv-cache")}
-        run([uv, "pip", "install", "--python", str(python), "--link-mode", "copy", "--no-progress", target],
-            f"uv pip install ghbuild into {env_dir}", env)
+        base = [uv, "pip", "install", "--python", str(python), "--link-mode", "copy", "--no-progress"]
+        run([*base, "--require-hashes", "-r", str(lock)], f"uv pip install {lock.name} into {env_dir}", env)
+        run([*base, "--no-deps", "--no-build-isolation", str(src)], f"uv pip install ghbuild into {env_dir}", env)
         installer = f"uv {UV_VERSION if uv.startswith(str(home)) else '(from PATH)'}"
     else:
         # --no-compile: byte-compiling every module of boto3 and friends costs more than it saves.
-        run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile",
-             "--progress-bar", "off", target], f"pip install ghbuild into {env_dir}")
+        base = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile",
+                "--progress-bar", "off"]
+        run([*base, "--require-hashes", "-r", str(lock)], f"pip install {lock.name} into {env_dir}")
+        run([*base, "--no-deps", "--no-build-isolation", str(src)], f"pip install ghbuild into {env_dir}")
         installer = "pip"
     shutil.rmtree(src, ignore_errors=True)
     trim_botocore(env_dir)
