@@ -576,7 +576,8 @@ class SetupJob:
         env = {"RUNNER_TEMP": str(runner_temp), "GITHUB_EVENT_NAME": event}
         setup = str(self.root / ".github" / "actions" / "setup" / "setup.py")
         _, key = self.step([sys.executable, setup, "--key"], env)
-        restore = self.cache("restore", key["key"], key["path"])
+        # As action.yml: the restore step runs only when the key step says the stage may be used.
+        restore = self.cache("restore", key["key"], key["path"]) if key["restore"] == "true" else {"cache-hit": ""}
         proc, install = self.step([sys.executable, setup], {**env, "GHBUILD_SETUP_CACHE": "true",
                                                             "GHBUILD_SETUP_RESTORED": restore["cache-hit"]})
         saved = key["save"] == "true" and install["staged"] == "true"
@@ -615,7 +616,28 @@ def test_an_untrusted_job_restores_but_never_saves(node, tmp_path):
     assert later["hit"] == "true" and later["cached"] == "true" and not later["saved"]
 
 
-@pytest.mark.parametrize("runner, shared", [("self-hosted", False), ("", False), ("github-hosted", True)])
+def test_a_self_hosted_job_never_runs_an_environment_from_the_shared_stage(node, tmp_path):
+    """On a self-hosted runner another job of the same user (a pull request's) can rewrite the stage in the
+    shared HOME together with its manifest, which the check would then accept: there the stage is neither
+    restored nor saved, and a stage planted there is never run; the environment is installed each time."""
+    hosted = SetupJob(node, tmp_path, tmp_path / "cache-store")
+    first = hosted.run(tmp_path / "job1" / "tmp", "push")          # a stage and a cache entry exist
+    assert first["saved"]
+    job = hosted
+    job.base["RUNNER_ENVIRONMENT"] = "self-hosted"
+    second = job.run(tmp_path / "job2" / "tmp", "push")
+    assert (second["restore"], second["save"], second["hit"], second["cached"]) == ("false", "false", "", "false")
+    assert job.uv_log.read_text().count("--no-build-isolation") == 2, "installed again, not restored"
+    # Even told the cache was restored (the step's output is the workflow's to set), the stage is not read.
+    runner_temp = tmp_path / "job3" / "tmp"
+    runner_temp.mkdir(parents=True)
+    setup = str(job.root / ".github" / "actions" / "setup" / "setup.py")
+    proc, out = job.step([sys.executable, setup], {"RUNNER_TEMP": str(runner_temp), "GITHUB_EVENT_NAME": "push",
+                                                   "GHBUILD_SETUP_CACHE": "true", "GHBUILD_SETUP_RESTORED": "true"})
+    assert out["cached"] == "false" and "restored from the GitHub Actions cache" not in proc.stdout
+
+
+@pytest.mark.parametrize("runner, shared", [("", False), ("github-hosted", True)])
 def test_only_a_github_hosted_job_shares_inodes_with_the_stage(node, tmp_path, runner, shared):
     """On a self-hosted runner HOME (and the stage in ~/.cache) is shared with other jobs of the same user, a
     pull request's among them: a hard-linked environment would change with the stage. There it is a copy."""
@@ -646,7 +668,8 @@ def test_a_restored_stage_that_does_not_match_its_manifest_is_installed_instead(
     assert job.uv_log.read_text().count("--no-build-isolation") == 2
 
 
-@pytest.mark.parametrize("runner", ["self-hosted", "github-hosted"])
+# Self-hosted runners never use the stage (test_a_self_hosted_job_never_runs_an_environment_from_the_shared_stage).
+@pytest.mark.parametrize("runner", ["", "github-hosted"])
 @pytest.mark.parametrize("planted", ["symlink", "fifo"])
 def test_a_stage_file_replaced_by_a_symlink_or_a_fifo_is_never_followed(node, tmp_path, runner, planted):
     """Another job of the same user can write the stage in ~/.cache: a link to a file of its choosing, or a FIFO

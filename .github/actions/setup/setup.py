@@ -368,6 +368,15 @@ def write_stage(env_dir: Path, key: str) -> Path:
     return stage
 
 
+def may_share_stage() -> bool:
+    """Whether this job may take its environment from the stage folder at all. On a self-hosted runner
+    (RUNNER_ENVIRONMENT=self-hosted) other jobs of the same user share HOME, a pull request's among them, and
+    can rewrite a stage together with its manifest between the cache restore and this check: the check
+    would accept it, and the job would run it. There the environment is installed every time (from the
+    hashed lock); the stage is neither restored nor saved."""
+    return os.environ.get("RUNNER_ENVIRONMENT") != "self-hosted"
+
+
 def may_hard_link() -> bool:
     """Hard links between the stage (~/.cache) and the job's environment share inodes: whoever can write the stage
     writes the environment too, during the job and after it. On a GitHub-hosted runner the machine is this job's
@@ -473,13 +482,16 @@ def restore_stage(key: str, env_dir: Path) -> bool:
 def print_key(wanted: str) -> int:
     """The cache step's inputs: key, path, and whether this run may write the cache (see CACHE_WRITE_EVENTS)."""
     event = os.environ.get("GITHUB_EVENT_NAME", "")
-    write = may_save()
+    shared = may_share_stage()
+    write = may_save() and shared
     key = cache_key(wanted)
     prune_stages(keep=key)
     write_command_file("GITHUB_OUTPUT", f"key={key}")
     write_command_file("GITHUB_OUTPUT", f"path={stage_path(key)}")
+    write_command_file("GITHUB_OUTPUT", f"restore={'true' if shared else 'false'}")
     write_command_file("GITHUB_OUTPUT", f"save={'true' if write else 'false'}")
-    why = "" if write else f" (restore only: a {event or 'local'} run does not write the cache its scope shares)"
+    why = ("" if write else " (not used: a self-hosted runner's HOME is shared with other jobs)" if not shared
+           else f" (restore only: a {event or 'local'} run does not write the cache its scope shares)")
     print(f"cache key {key}{why}")
     return 0
 
@@ -501,7 +513,7 @@ def main() -> int:
     if sys.argv[1:]:
         fail(f"unknown arguments {sys.argv[1:]} (only --key)")
     installer, restored, staged = "", False, False
-    use_cache = os.environ.get("GHBUILD_SETUP_CACHE", "false") == "true"
+    use_cache = os.environ.get("GHBUILD_SETUP_CACHE", "false") == "true" and may_share_stage()
     with locked(home):
         wanted = fingerprint(root, files, extras)
         try:
