@@ -10,6 +10,8 @@ import zlib
 
 import pytest
 
+from . import enginelib
+
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -21,8 +23,15 @@ def gha_run(session, first_build):
     output, summary = files / "github_output", files / "step_summary"
     output.write_text("")
     summary.write_text("")
-    env = session.env(GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(output), GITHUB_STEP_SUMMARY=str(summary))
-    run = session.ghbuild("gha", "--push", "--json", env=env)
+    # Inside Actions the run is what GitHub's variables and payload say (context flags are refused there).
+    payload = files / "event.json"
+    payload.write_text(json.dumps({"ref": "refs/heads/main", "repository": {"full_name": "ghbuild/ghbuild",
+                                                                            "default_branch": "main"}}))
+    env = session.env(GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(output), GITHUB_STEP_SUMMARY=str(summary),
+                      GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(payload), GITHUB_REPOSITORY="ghbuild/ghbuild",
+                      GITHUB_REF="refs/heads/main", GITHUB_REF_NAME="main")
+    argv = [arg for arg in session.build_argv("gha", "--push", "--json") if arg not in enginelib.CONTEXT_FLAGS]
+    run = session.ghbuild("gha", env=env, argv=argv)
     assert run.rc == 0, run.tail(60)
     return run, output, summary
 
