@@ -377,7 +377,8 @@ def _settings(plan: Plan, options: Options, job: Job, client: docker_client.Dock
         docker=client.path, project_dir=options.project_dir, builder=builder.name, driver=builder.driver,
         context=builder.context,
         gha_problem=ghacache.problem(env, builder), cache_export_problem=builder.cache_export_problem,
-        network=None if options.build.network == "default" else options.build.network,
+        # An untrusted job's own builder on a persistent runner never gets the host's network (see choose_builder).
+        network=None if options.build.network == "default" or builder.ephemeral else options.build.network,
         push=push, extra_build_args=extra_args,
         extra_labels={"org.opencontainers.image.created": _now_iso(),
                       "org.opencontainers.image.version": _version_label(plan)},
@@ -443,7 +444,7 @@ def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: dock
         report.warnings.append(f"untrusted build: its own builder {builder.name} was removed" if failure is None
                                else f"untrusted build: removing its builder {builder.name} failed: {failure}")
         return
-    if plan.trust.trusted or env.get("RUNNER_ENVIRONMENT") != "self-hosted":
+    if plan.trust.trusted or gha.runner_kind(env) != "self-hosted":
         return
     failure = docker_client.prune_cache_mounts(client, builder, env)
     report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"

@@ -36,7 +36,7 @@ def stage_timings(log_text: str) -> dict[str, StageTiming]:
     step_stage: dict[str, str] = {}
     seen: set[str] = set()
     stages: dict[str, StageTiming] = {}
-    for line in log_text.splitlines():
+    for line in log_text.split("\n"):
         line = line.rstrip()
         if match := _STEP_RE.match(line):
             step, stage, instruction = match.group(1), match.group(2), match.group(5)
@@ -132,7 +132,7 @@ def sccache_runs(log_text: str) -> SccacheRuns:
     step_wrapped: dict[str, str] = {}
     ran: set[str] = set()
     runs = SccacheRuns()
-    for line in log_text.splitlines():
+    for line in log_text.split("\n"):
         line = line.rstrip()
         if match := _STEP_RE.match(line):
             if wrapped := _WRAPPER_RUN_RE.search(match.group(5)):

@@ -381,10 +381,12 @@ def choose_builder(setting: str | None, trusted: bool, env: Mapping[str, str]) -
     the `ghbuild-untrusted` docker-container builder, on a self-hosted one a docker-container builder made for
     this job alone (the engine's own BuildKit is shared by every job on that persistent machine) and removed
     after it. Otherwise: a name, an address, `ghbuild[-untrusted]` on GitHub-hosted runners, else the engine's
-    own builder (the current docker context; act and local use, where RUNNER_ENVIRONMENT is unset)."""
+    own builder (the current docker context; act and local use: gha.runner_kind)."""
     import secrets
 
-    runner = env.get("RUNNER_ENVIRONMENT")
+    from ghbuild.gha import runner_kind
+
+    runner = runner_kind(env)
     suffix = "" if trusted else "-untrusted"
     ignored = None
     if not trusted and env.get("GITHUB_ACTIONS") == "true":
@@ -438,8 +440,11 @@ def resolve_builder(client: DockerClient, setting: str | None, network: str, tru
         if choice.ephemeral or inspect_builder(client, name, env) is None:
             why = ("an untrusted build on a self-hosted runner gets a docker-container builder of its own"
                    if choice.ephemeral else "build.builder is not set")
+            # An untrusted job's own builder on a persistent machine: never the host's network (its services
+            # on localhost, a cloud metadata endpoint), whatever build.builder-network says.
+            builder_network = "bridge" if choice.ephemeral else network
             _create(client, [client.path, "buildx", "create", "--name", name, "--driver", "docker-container",
-                             "--driver-opt", f"network={network}",
+                             "--driver-opt", f"network={builder_network}",
                              "--buildkitd-flags", "--allow-insecure-entitlement network.host", "--bootstrap"],
                     env, f"{why}, so ghbuild creates the docker-container builder {name}, "
                          "and docker buildx create failed", fix)

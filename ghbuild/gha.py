@@ -28,6 +28,19 @@ def in_actions(env: Mapping[str, str] | None = None) -> bool:
     return env.get("GITHUB_ACTIONS") == "true"
 
 
+def runner_kind(env: Mapping[str, str] | None = None) -> str:
+    """"github-hosted", "self-hosted" or "local". GitHub sets RUNNER_ENVIRONMENT on every runner it runs a job
+    on; a job inside Actions without it (an older GitHub Enterprise Server runner) counts as self-hosted, a
+    persistent machine: fail closed. act (ACT=true) and runs outside Actions are "local"."""
+    env = os.environ if env is None else env
+    runner = env.get("RUNNER_ENVIRONMENT", "")
+    if runner == "github-hosted":
+        return "github-hosted"
+    if runner == "self-hosted" or (in_actions(env) and env.get("ACT") != "true"):
+        return "self-hosted"
+    return "local"
+
+
 def _command(name: str, properties: Mapping[str, Any], message: str) -> None:
     from actions_toolkit.command import issue_command
 

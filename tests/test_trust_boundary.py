@@ -375,8 +375,8 @@ def test_release_records_come_only_from_a_successful_push_run_of_the_stable_bran
     from ghbuild import errors, records
 
     sha = "a" * 40
-    good = json.dumps({"cpu-amd64": {"digest": "sha256:" + "1" * 64}}).encode()
-    forged = json.dumps({"cpu-amd64": {"digest": "sha256:" + "6" * 64}}).encode()
+    good = json.dumps({"cpu-amd64": {"digest": "sha256:" + "1" * 64, "trusted": True}}).encode()
+    forged = json.dumps({"cpu-amd64": {"digest": "sha256:" + "6" * 64, "trusted": True}}).encode()
     with github_fake.start(tokens=("t",)) as gh:
         env = {"GITHUB_TOKEN": "t", "GITHUB_API_URL": gh.url}
         gh.add_commits("org/project", "main", ["b" * 40, sha, "9" * 40])
@@ -416,6 +416,34 @@ def test_release_records_are_refused_from_a_tag_named_like_the_branch_or_a_commi
         gh.add_workflow_run("org/project", "ci.yml", head_sha=on_main, branch="main", artifacts=artifact)
         with pytest.raises(errors.PublishError, match="a tag named 'main' exists in org/project"):
             records.fetch(env, "org/project", "ci.yml", on_main, "main")
+
+
+def test_a_newer_run_of_a_deleted_tag_named_like_the_branch_neither_blocks_nor_supplies_the_release():
+    """A tag `main` pushed at a commit of main (its run: head_branch `main`, records of an untrusted build),
+    then deleted: the newest matching run is the tag's. It is passed over; the branch's own run supplies."""
+    from fakes import github as github_fake
+
+    from ghbuild import errors, records
+
+    sha = "a" * 40
+    trusted = json.dumps({"cpu-amd64": {"digest": "sha256:" + "1" * 64, "trusted": True}}).encode()
+    untrusted = json.dumps({"cpu-amd64": {"digest": "sha256:" + "6" * 64, "trusted": False}}).encode()
+    with github_fake.start(tokens=("t",)) as gh:
+        env = {"GITHUB_TOKEN": "t", "GITHUB_API_URL": gh.url}
+        gh.add_commits("org/project", "main", [sha])
+        gh.add_workflow_run("org/project", "ci.yml", head_sha=sha, branch="main",
+                            artifacts={records.ARTIFACT: {records.ARTIFACT_FILE: trusted}})
+        gh.add_workflow_run("org/project", "ci.yml", head_sha=sha, branch="main",       # the tag's, newer
+                            artifacts={records.ARTIFACT: {records.ARTIFACT_FILE: untrusted}})
+        seen: list[str] = []
+        assert records.fetch(env, "org/project", "ci.yml", sha, "main", log=seen.append) == json.loads(trusted)
+        assert any("holds records of an untrusted build; trying an older run" in line for line in seen)
+        only_tag = "b" * 40
+        gh.add_commits("org/project", "main", [only_tag])
+        gh.add_workflow_run("org/project", "ci.yml", head_sha=only_tag, branch="main",
+                            artifacts={records.ARTIFACT: {records.ARTIFACT_FILE: untrusted}})
+        with pytest.raises(errors.PublishError, match="holds records of an untrusted build"):
+            records.fetch(env, "org/project", "ci.yml", only_tag, "main")
 
 
 @pytest.mark.parametrize("version", ["1!2.0", "0." + "1" * 130])

@@ -233,8 +233,9 @@ def test_action_bodies_only_call_ghbuild():
             assert "uses" not in step, f"{path}: composite actions here call no other action"
             command = " ".join(step["run"].split())
             if path.parent.name == "setup":
-                assert command in ('"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py"',
-                                   '"$GHBUILD_SETUP_PYTHON" "$GITHUB_ACTION_PATH/setup.py" --key'), command
+                # -I: isolated (no user site-packages or PYTHON* variables from a self-hosted runner's HOME).
+                assert command in ('"$GHBUILD_SETUP_PYTHON" -I "$GITHUB_ACTION_PATH/setup.py"',
+                                   '"$GHBUILD_SETUP_PYTHON" -I "$GITHUB_ACTION_PATH/setup.py" --key'), command
             else:
                 assert command.startswith("ghbuild ") and not re.search(r"[;&|`]|\$\(|\bif\b|\bfor\b", command), \
                     f"{path.parent.name}: {command}"
@@ -790,3 +791,27 @@ def test_each_lock_pins_every_dependency_by_hash(extras):
     wanted += {"light": [], "aws": extra["aws"], "docker": extra["docker"], "all": extra["aws"] + extra["docker"]}[extras]
     names = {re.match(r"[A-Za-z0-9_.-]+", req).group(0).lower().replace("_", "-") for req in wanted}
     assert names <= pinned, names - pinned
+
+
+def test_the_smoke_test_output_cannot_run_workflow_commands():
+    """The smoke test prints what the built image prints (a pull request's code): inside stop-commands."""
+    steps = load(GITHUB / "workflows" / "build-images.yml")["jobs"]["build"]["steps"]
+    smoke = [step for step in steps if str(step.get("name", "")).startswith("Smoke test")]
+    assert len(smoke) == 2
+    for step in smoke:
+        lines = step["run"].splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith('echo "::stop-commands::$stop"'))
+        run = next(i for i, line in enumerate(lines) if "docker run" in line)
+        end = next(i for i, line in enumerate(lines) if line == 'echo "::$stop::"')
+        assert start < run < end and "/dev/urandom" in step["run"]
+
+
+@pytest.mark.parametrize("variables, restore", [({"GITHUB_ACTIONS": "true"}, "false"),
+                                                ({"GITHUB_ACTIONS": "true", "ACT": "true"}, "true"),
+                                                ({"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "github-hosted"}, "true"),
+                                                ({}, "true")])
+def test_a_job_inside_actions_that_does_not_say_its_runner_counts_as_self_hosted(tmp_path, variables, restore):
+    """RUNNER_ENVIRONMENT unset inside Actions (an older GitHub Enterprise Server runner): fail closed."""
+    root = fake_toolkit(tmp_path)
+    _, key = setup_key(root, tmp_path / "runner-temp", tmp_path, GITHUB_EVENT_NAME="push", **variables)
+    assert key["restore"] == restore and (key["save"] == "true") == (restore == "true"), key

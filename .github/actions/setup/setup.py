@@ -373,8 +373,14 @@ def may_share_stage() -> bool:
     (RUNNER_ENVIRONMENT=self-hosted) other jobs of the same user share HOME, a pull request's among them, and
     can rewrite a stage together with its manifest between the cache restore and this check: the check
     would accept it, and the job would run it. There the environment is installed every time (from the
-    hashed lock); the stage is neither restored nor saved."""
-    return os.environ.get("RUNNER_ENVIRONMENT") != "self-hosted"
+    hashed lock); the stage is neither restored nor saved. A job inside Actions without RUNNER_ENVIRONMENT
+    (an older GitHub Enterprise Server runner) counts as self-hosted; act (ACT=true) and local runs do not
+    (ghbuild's gha.runner_kind: this script imports nothing of ghbuild)."""
+    runner = os.environ.get("RUNNER_ENVIRONMENT", "")
+    if runner == "github-hosted":
+        return True
+    return runner != "self-hosted" and not (os.environ.get("GITHUB_ACTIONS") == "true"
+                                            and os.environ.get("ACT") != "true")
 
 
 def may_hard_link() -> bool:
