@@ -53,9 +53,10 @@ def test_the_expected_files_exist():
 # --------------------------------------------------------------------------- linters
 
 
-def test_zizmor_offline_reports_nothing():
-    proc = subprocess.run([tool("zizmor"), "--offline", "--strict-collection", "--no-ignores", "--format", "json",
-                           str(GITHUB)], capture_output=True, text=True, timeout=300)
+@pytest.mark.parametrize("persona", ["regular", "pedantic", "auditor"])
+def test_zizmor_offline_reports_nothing(persona):
+    proc = subprocess.run([tool("zizmor"), "--offline", "--strict-collection", "--no-ignores", "--persona", persona,
+                           "--format", "json", str(GITHUB)], capture_output=True, text=True, timeout=300)
     try:
         findings = json.loads(proc.stdout or "[]")
     except json.JSONDecodeError:
