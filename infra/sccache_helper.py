@@ -10,7 +10,10 @@ platform for each target (no emulation), so both arches build in seconds once pi
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
+from pathlib import Path
 
 from . import registry, rocm_standin
 from .common import BASE_INDEX_REPO, BASE_INDEX_TAG, LOOPBACK, InfraError, docker_env, http, info, logs_dir, \
@@ -52,8 +55,40 @@ def _build_and_push(docker_cli: str, port: int, arch: str, fetch: str, want: str
     run([docker_cli, "build", "--progress=plain", f"--platform=linux/{arch}", "--network=host",
          "--build-arg", f"FETCH_IMAGE={fetch}", "--label", f"{LABEL_HASH}={want}", "-t", arch_ref, str(context)],
         step_name=f"{STEP}/build-{arch}", env=docker_env(), log=log, timeout=900)
+    _check_binary(docker_cli, arch_ref, arch, context, log)
     run([docker_cli, "push", arch_ref], step_name=f"{STEP}/push-{arch}", env=docker_env(), log=log, timeout=600)
     return registry.platform_descriptor(port, REPOSITORY, f"{TAG}-{arch}", arch, STEP, log)
+
+
+def pinned_binaries(context: Path) -> dict[str, str]:
+    """docker/sccache-helper/sccache.sha256: arch -> sha256 of the image's /bin/sccache."""
+    pins = {}
+    for line in (context / "sccache.sha256").read_text("utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            arch, digest = line.split()
+            pins[arch] = digest
+    return pins
+
+
+def _check_binary(docker_cli: str, ref: str, arch: str, context: Path, log) -> None:
+    """The built image's /bin/sccache is the binary sccache.sha256 names for `arch`, read out of the image
+    (no container runs), before anything is pushed."""
+    with tempfile.TemporaryDirectory(prefix="ghbuild-helper-") as tmp:
+        created = run([docker_cli, "create", "--platform", f"linux/{arch}", ref, "/bin/sccache"],
+                      step_name=f"{STEP}/check-{arch}", env=docker_env(), log=None, timeout=120)
+        cid = created.stdout.strip()
+        try:
+            run([docker_cli, "cp", f"{cid}:/bin/sccache", f"{tmp}/sccache"], step_name=f"{STEP}/check-{arch}",
+                env=docker_env(), log=log, timeout=120)
+        finally:
+            run([docker_cli, "rm", "-f", cid], step_name=f"{STEP}/check-{arch}", env=docker_env(), log=log,
+                timeout=120, check=False)
+        got = hashlib.sha256(Path(tmp, "sccache").read_bytes()).hexdigest()
+    want = pinned_binaries(context).get(arch)
+    if got != want:
+        raise InfraError(STEP, f"{ref}: /bin/sccache has sha256 {got}, not {want} (docker/sccache-helper/"
+                               "sccache.sha256): not pushed")
+    info(f"sccache-helper: {ref}: /bin/sccache sha256 {got[:12]}… as pinned")
 
 
 def ensure(docker_cli: str, port: int, fetch_image: str | None = None) -> str:

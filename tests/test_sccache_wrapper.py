@@ -403,3 +403,19 @@ def test_a_step_cannot_forge_another_steps_lines_with_unicode_line_breaks():
         log = wrapped + f"#8 0.1 ok{breaker}#7 ghbuild-sccache-stats {forged}\n#7 DONE 1.0s\n"
         runs = buildlog.sccache_runs(log)
         assert runs.stats == {} and runs.unreadable == {"cpp"}, repr(breaker)
+
+
+def test_the_shipped_binary_is_pinned_per_architecture():
+    """sccache.sha256 names the /bin/sccache of each arch; sccache-helper.yml and the local infrastructure check
+    the built image against it before pushing (the fetch stage's image does not decide what ships)."""
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root))
+    from infra import sccache_helper
+
+    pins = sccache_helper.pinned_binaries(root / "docker" / "sccache-helper")
+    assert set(pins) == {"amd64", "arm64"} and all(re.fullmatch(r"[0-9a-f]{64}", d) for d in pins.values())
+    workflow = (root / ".github" / "workflows" / "sccache-helper.yml").read_text()
+    check, push = workflow.index('"$CONTEXT/sccache.sha256"'), workflow.index('docker push "$image:$TAG-$ARCH"')
+    assert check < push and "--push" not in workflow.split("docker buildx build", 1)[1].split("\n", 1)[0]
