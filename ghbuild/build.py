@@ -218,7 +218,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         finally:
             for audit_build in stage_audits.values():
                 audit_build.stop()
-            _forget_untrusted_cache_mounts(report, plan, client, builder, env)
+            _clean_up_untrusted_builder(report, plan, client, builder, env)
         for warning in report.warnings:
             gha.annotate("warning", warning)
         return report
@@ -433,7 +433,7 @@ def _push_image(report: BuildReport, ctx: BuildContext, push: bool) -> None:
         report.ref = f"{ctx.job.staging_repository}@{report.digest}"
 
 
-def _forget_untrusted_cache_mounts(report: BuildReport, plan: Plan, client: docker_client.DockerClient,
+def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: docker_client.DockerClient,
                                    builder: docker_client.Builder, env: Mapping[str, str]) -> None:
     """An untrusted job's own builder (self-hosted runners) is removed after the build, with its cache and its
     `RUN --mount=type=cache` contents, which no cache key covers. Elsewhere, on a persistent (self-hosted)
