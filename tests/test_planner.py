@@ -770,10 +770,11 @@ def test_github_hosted_labels_are_recognised_in_any_case(label):
 
 
 @pytest.mark.parametrize("label", ["ubuntu-99.04", "ubuntu-20.04", "windows-3000", "macos-99-xlarge", "macos-1",
-                                   "ubuntu-24.04-16core"])
+                                   "ubuntu-24.04-16core", "ubuntu\u201024.04", "ubuntu-24.04-"])
 def test_a_label_that_only_looks_hosted_counts_as_self_hosted(label):
     """GitHub's list of hosted labels, not a pattern: an unknown or retired name may be a self-hosted runner's own
     label. Larger runners (names an organization picks) are hosted only when listed in trust.hosted-runner-labels."""
     assert not planner.github_hosted([label])
     assert planner.github_hosted(["Ubuntu-24.04-16core"], extra=("ubuntu-24.04-16core",))
     assert not planner.github_hosted(["ubuntu-24.04-16core", "gpu"], extra=("ubuntu-24.04-16core",))
+    assert not planner.github_hosted(["ubuntu-24.04", "ubuntu-24.04"])    # two labels, even the same one
