@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))   # the development-only infra package
 
-from ghbuild import buildlog  # noqa: E402
+from ghbuild.build import buildlog  # noqa: E402
 from infra import localenv  # noqa: E402
 
 GHBUILD = str(ROOT / ".venv/bin/ghbuild")
@@ -131,9 +131,10 @@ class Tool:
 
 def sccache_secret(env: dict[str, str]) -> str:
     """The `ghbuild_sccache` secret a trusted build gets (the same preflight ghbuild runs)."""
-    from ghbuild import config, sccache
+    from ghbuild.config import configfile
+    from ghbuild.build import sccache
 
-    options = config.load(env.get("GHBUILD_CONFIG"), env=env, cwd=ROOT)
+    options = configfile.load(env.get("GHBUILD_CONFIG"), env=env, cwd=ROOT)
     return sccache.preflight(options.sccache, None, env).secret_text(with_credentials=True)
 
 

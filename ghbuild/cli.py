@@ -3,7 +3,7 @@
 A handler reads its flags, makes one call into the module that does the work, and prints or sets
 outputs; every error is a GhbuildError, printed as one line with its exit code (ghbuild.errors).
 Results go to stdout (`--json`: one JSON document), human lines to stderr; in GitHub Actions the
-same values also go to step outputs, the job summary and annotations (ghbuild.gha).
+same values also go to step outputs, the job summary and annotations (ghbuild.github.gha).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ghbuild import __version__, gha
+from ghbuild import __version__
+from ghbuild.github import gha
 from ghbuild.errors import GhbuildError, RunnerCheckError, UsageError, help_epilog
 
 
@@ -86,7 +87,7 @@ def _positive(text: str) -> float:
 
 
 def _size(text: str) -> int:
-    from ghbuild.options import parse_size
+    from ghbuild.config.options import parse_size
 
     try:
         return parse_size(text)
@@ -407,7 +408,7 @@ def _runner_parsers(subparsers) -> None:
 # --------------------------------------------------------------------------- argument helpers
 
 def _overrides(args: argparse.Namespace):
-    from ghbuild.context import Overrides
+    from ghbuild.github.context import Overrides
 
     return Overrides(event=args.event, event_path=args.event_path, repository=args.repository, ref=args.ref,
                      sha=args.sha, pr=args.pr, base=args.base, head_ref=args.head_ref, head_repo=args.head_repo,
@@ -432,15 +433,15 @@ def _indented(message: str) -> None:
 
 
 def _options(args: argparse.Namespace):
-    from ghbuild import config
+    from ghbuild.config import configfile
 
-    return config.load(args.config, os.environ, Path.cwd())
+    return configfile.load(args.config, os.environ, Path.cwd())
 
 
 def _context(args: argparse.Namespace):
     """The GitHub context of this run; outside Actions, what was inferred from git is said on stderr
     (`plan`'s table shows it itself)."""
-    from ghbuild import context
+    from ghbuild.github import context
 
     ctx = context.from_environment(os.environ, _overrides(args), Path.cwd())
     if not gha.in_actions() and not (args.command == "plan" and not args.json):
@@ -452,19 +453,19 @@ def _context(args: argparse.Namespace):
 def _known_images(args: argparse.Namespace, options, names: list[str]) -> None:
     """Every --image name is in the config; the error names the file, and GHBUILD_CONFIG when that chose it
     (a variable exported for another checkout is the usual reason an image is missing)."""
-    from ghbuild import config
+    from ghbuild.config import configfile
 
     for name in names:
         if name not in options.images:
-            chosen_by = (f" (from {config.CONFIG_ENV})"
-                         if not getattr(args, "config", None) and os.environ.get(config.CONFIG_ENV) else "")
+            chosen_by = (f" (from {configfile.CONFIG_ENV})"
+                         if not getattr(args, "config", None) and os.environ.get(configfile.CONFIG_ENV) else "")
             raise UsageError(f"--image {name}: no such image in {options.config_path}{chosen_by} "
                              f"(known: {', '.join(options.images)})")
 
 
 def _load(args: argparse.Namespace, images: list[str] | None, arches: list[str] | None):
     """The one way a command gets its config, GitHub context and plan: (options, plan), warnings annotated."""
-    from ghbuild import planner
+    from ghbuild.plan import planner
 
     options = _options(args)
     _known_images(args, options, images or [])
@@ -507,7 +508,7 @@ def _owner(args: argparse.Namespace) -> str:
 
 def _require_trusted_run(args: argparse.Namespace, options, what: str):
     """The GitHub context of a run that writes published tags or deletes them; refused unless trusted."""
-    from ghbuild import planner
+    from ghbuild.plan import planner
     from ghbuild.errors import TrustError
 
     ctx = _context(args)
@@ -518,7 +519,7 @@ def _require_trusted_run(args: argparse.Namespace, options, what: str):
 
 
 def _registries():
-    from ghbuild import registry
+    from ghbuild.registry import client as registry
 
     return registry.client_factory(os.environ, _log)
 
@@ -541,7 +542,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     gha.add_summary(render.plan_summary(plan))   # why a run is (un)trusted shows in CI, not only in the log
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
     if args.identities and identities:   # I/O (git, registries), so only on request: the plan job asks for it
-        from ghbuild import ensure_base
+        from ghbuild.bases import ensure_base
 
         identities = ensure_base.base_identities(options, plan, _registries())
     matrix, bases = plan.matrix(), plan.bases_matrix(identities)
@@ -557,7 +558,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_identity(args: argparse.Namespace) -> int:
-    from ghbuild import ensure_base
+    from ghbuild.bases import ensure_base
 
     options, plan, arch = _load_base(args)
     result = ensure_base.compute_identity(options, plan.job(args.image, arch),
@@ -568,7 +569,9 @@ def cmd_identity(args: argparse.Namespace) -> int:
 
 
 def cmd_ensure_base(args: argparse.Namespace) -> int:
-    from ghbuild import build, ensure_base, render
+    from ghbuild.build import buildjob
+    from ghbuild.bases import ensure_base
+    from ghbuild import render
 
     options, plan, arch = _load_base(args)
     result = ensure_base.ensure(plan, options, args.image, arch, os.environ, _registries(),
@@ -578,7 +581,7 @@ def cmd_ensure_base(args: argparse.Namespace) -> int:
     gha.set_output("digest", result.digest or "")
     gha.set_output("identity", result.identity)
     gha.set_output("built", "true" if result.built else "false")
-    gha.set_output("metadata", build.buildx_metadata(result.digest, None, [result.ref] if result.ref else []))
+    gha.set_output("metadata", buildjob.buildx_metadata(result.digest, None, [result.ref] if result.ref else []))
     gha.add_summary(render.ensure_base_summary(result))
     if args.json:
         data = result.to_dict()
@@ -590,34 +593,37 @@ def cmd_ensure_base(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from ghbuild import docker_client
+    from ghbuild.build import engine
 
     # The docker clients are asked first: they answer (tens of milliseconds each) while the config is read
     # and the job planned. A dry run asks them only their version: it contacts no engine.
-    with docker_client.ClientProbe(os.environ, engine=not args.dry_run) as probe:
-        from ghbuild import build, records
+    with engine.ClientProbe(os.environ, engine=not args.dry_run) as probe:
+        from ghbuild.build import buildjob
+        from ghbuild.publish import records
 
         options, plan = _load(args, [args.image], [args.arch])
         if args.record:
             records.destination(Path(args.record), os.environ, Path.cwd())   # refused before anything is built
-        request = build.BuildRequest(image=args.image, arch=args.arch, push=args.push, dry_run=args.dry_run,
+        request = buildjob.BuildRequest(image=args.image, arch=args.arch, push=args.push, dry_run=args.dry_run,
                                      target=args.target, base_image=args.base_image, backend=args.backend,
                                      require_digest_base=args.require_digest_base, echo=not args.quiet)
-        report = build.run(plan, options, request, os.environ, probe=probe)
+        report = buildjob.run(plan, options, request, os.environ, probe=probe)
     return _build_done(args, plan, report)
 
 
 def _build_done(args: argparse.Namespace, plan, report) -> int:
-    from ghbuild import build, records, render
+    from ghbuild.build import buildjob
+    from ghbuild.publish import records
+    from ghbuild import render
 
     if args.dry_run:
         print(json.dumps(report.to_dict(), indent=2) if args.json else report.command)
         return 0
-    build.outputs(report)
+    buildjob.outputs(report)
     print(render.build_text(report), file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
-    build.check_budgets(report)
+    buildjob.check_budgets(report)
     if args.record and report.digest:   # only for a build that passed every check
         job = plan.job(args.image, args.arch)
         records.write(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch,
@@ -628,7 +634,8 @@ def _build_done(args: argparse.Namespace, plan, report) -> int:
 
 
 def cmd_digests(args: argparse.Namespace) -> int:
-    from ghbuild import records, render
+    from ghbuild.publish import records
+    from ghbuild import render
 
     digests = records.collect(Path(args.records))
     planned = records.planned_jobs(args.matrix)
@@ -643,7 +650,7 @@ def cmd_digests(args: argparse.Namespace) -> int:
 def _publish_records(args: argparse.Namespace, options, sha: str):
     """--records (the JSON, a file, a folder) or --records-from WORKFLOW (its trusted push run's artifact of
     commit `sha`)."""
-    from ghbuild import records
+    from ghbuild.publish import records
 
     records_from = getattr(args, "records_from", None)   # release only
     if args.records and records_from:
@@ -651,7 +658,7 @@ def _publish_records(args: argparse.Namespace, options, sha: str):
     if args.records:
         return records.load(args.records)
     if records_from:
-        from ghbuild import planner
+        from ghbuild.plan import planner
 
         trust, _ = planner.decide_trust(_context(args), options)
         return records.fetch(os.environ, trust.canonical_repository, records_from, sha, trust.stable_branch,
@@ -671,10 +678,10 @@ def interrupt_on_sigterm() -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from ghbuild import publish
+    from ghbuild.publish import promote
 
     interrupt_on_sigterm()
-    from ghbuild.context import _git
+    from ghbuild.github.context import _git
 
     options = _options(args)
     kind = args.publish_command
@@ -694,7 +701,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         found = _git(["show", "-s", "--format=%ct", f"{sha}^{{commit}}"], Path.cwd())
         return int(found) if found and found.isdigit() else None
     try:
-        outcome = publish.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha,
+        outcome = promote.run(options, kind, _published_images(args, options, f"publish {kind}"), sha=sha,
                               owner=owner, env=os.environ, version=args.version if kind == "release" else None,
                               dry_run=args.dry_run,
                               github_release=not (kind == "release" and args.no_github_release),
@@ -703,13 +710,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
                               lease_options={"wait": args.lease_wait}, log=_indented, say=_log,
                               warn=lambda m: gha.annotate("warning", m), group=gha.group)
     except GhbuildError as exc:
-        gha.add_summary(publish.failure_summary(kind, exc))
+        gha.add_summary(promote.failure_summary(kind, exc))
         raise
-    gha.add_summary(publish.summary(outcome, dry_run=args.dry_run))
+    gha.add_summary(promote.summary(outcome, dry_run=args.dry_run))
     if not args.dry_run:
         for result in outcome.results:
             gha.set_output(f"{result.image}-index-digest", result.index_digest or "")
-        for name, value in publish.outputs(outcome).items():
+        for name, value in promote.outputs(outcome).items():
             gha.set_output(name, value)
     if args.json:
         print(json.dumps(outcome.to_dict(), indent=2))
@@ -734,28 +741,28 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from ghbuild import config
+    from ghbuild.config import configfile
 
-    print(json.dumps(config.schema(), indent=2))
+    print(json.dumps(configfile.schema(), indent=2))
     return 0
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from ghbuild import init
+    from ghbuild import adopt
 
-    platforms = tuple(_listed(args.platform) or init.DEFAULT_PLATFORMS)
-    pin = init.toolkit_pin(args.pin)
-    adoption = init.adopt(Path.cwd(), pin, platforms)
-    if args.diff and not args.force and (kept := init.existing(adoption)):
+    platforms = tuple(_listed(args.platform) or adopt.DEFAULT_PLATFORMS)
+    pin = adopt.toolkit_pin(args.pin)
+    adoption = adopt.adopt(Path.cwd(), pin, platforms)
+    if args.diff and not args.force and (kept := adopt.existing(adoption)):
         # `init` then `init --diff | git apply`: the patch is about the Dockerfiles, so it is printed anyway.
-        _log(f"ghbuild init: {init.kept_message(kept)} (--force overwrites); the Dockerfile patch follows")
+        _log(f"ghbuild init: {adopt.kept_message(kept)} (--force overwrites); the Dockerfile patch follows")
     else:
-        for path in init.write(adoption, args.force):
+        for path in adopt.write(adoption, args.force):
             _log(f"ghbuild init: wrote {path.relative_to(adoption.root)}")
     _log(f"ghbuild init: the workflow calls {pin.repository}@{pin.ref} ({pin.source}); images: "
          + ", ".join(f"{f.image} ({f.path})" for f in adoption.dockerfiles))
     for item in adoption.dockerfiles:
-        print(init.diff(adoption.root, item) if args.diff else init.instructions(item), end="")
+        print(adopt.diff(adoption.root, item) if args.diff else adopt.instructions(item), end="")
         for line in item.skipped:
             _log(f"ghbuild init: {line}")
     return 0
@@ -784,7 +791,7 @@ def _for_completion(parser: argparse.ArgumentParser, by_metavar: dict[str, dict[
 
 
 def cmd_overrides(args: argparse.Namespace) -> int:
-    from ghbuild import overrides
+    from ghbuild.config import overrides
 
     variables = overrides.parse(args.lines)
     overrides.validate(variables, args.config, os.environ, Path.cwd())
@@ -795,10 +802,10 @@ def cmd_overrides(args: argparse.Namespace) -> int:
 
 
 def cmd_runner_check(args: argparse.Namespace) -> int:
-    from ghbuild import runner_check
+    from ghbuild.runner import health
 
-    host = runner_check.Host(root=Path(args.root))
-    report = runner_check.check(gpus=args.gpus, min_free_disk=args.min_free_disk, disk_path=args.disk_path,
+    host = health.Host(root=Path(args.root))
+    report = health.check(gpus=args.gpus, min_free_disk=args.min_free_disk, disk_path=args.disk_path,
                           rocminfo_timeout=args.rocminfo_timeout, docker_timeout=args.docker_timeout,
                           clean_containers=args.clean_containers, host=host)
     print(report.text(), file=sys.stderr)
@@ -810,7 +817,7 @@ def cmd_runner_check(args: argparse.Namespace) -> int:
     gid = gid_check.details.get("gid") if gid_check and gid_check.ok else None
     gha.set_output("ok", "true" if report.ok else "false")
     gha.set_output("render-gid", "" if gid is None else str(gid))
-    gha.set_output("container-flags", shlex.join(runner_check.container_flags(gid)) if gid is not None else "")
+    gha.set_output("container-flags", shlex.join(health.container_flags(gid)) if gid is not None else "")
     gpus = report.get("gpus")
     gha.set_output("gpus", str(gpus.details.get("count", "")) if gpus else "")
     if args.json:
@@ -822,12 +829,12 @@ def cmd_runner_check(args: argparse.Namespace) -> int:
 
 
 def cmd_container_flags(args: argparse.Namespace) -> int:
-    from ghbuild import runner_check
+    from ghbuild.runner import health
 
-    gid = args.gid if args.gid is not None else runner_check.detect_render_gid(args.root)
+    gid = args.gid if args.gid is not None else health.detect_render_gid(args.root)
     try:
-        flags = runner_check.container_flags(gid, shm_size=args.shm_size, label=None if args.no_label else
-                                       runner_check.CONTAINER_LABEL_VALUE)
+        flags = health.container_flags(gid, shm_size=args.shm_size, label=None if args.no_label else
+                                       health.CONTAINER_LABEL_VALUE)
     except ValueError as exc:
         raise UsageError(f"container-flags: {exc}") from None
     gha.set_output("flags", shlex.join(flags))
@@ -837,7 +844,7 @@ def cmd_container_flags(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from ghbuild import diagnose
+    from ghbuild.runner import diagnose
 
     result = diagnose.collect(args.out, total_budget=args.total_timeout, per_command=args.command_timeout)
     print(f"ghbuild diagnose: {result.line()}", file=sys.stderr)

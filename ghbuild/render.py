@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from ghbuild import planner
+from ghbuild.plan import planner
 from ghbuild.markdown import code, md
-from ghbuild.planner import Plan
+from ghbuild.plan.planner import Plan
 
 
 def _pie_label(value: object) -> str:
@@ -147,7 +147,7 @@ def ensure_base_summary(result) -> str:
 
 def build_summary(report) -> str:
     """Markdown for the job summary: digest, caches, sccache per stage and language, layers, timings."""
-    from ghbuild.options import format_size
+    from ghbuild.config.options import format_size
 
     lines = [f"### ghbuild: {md(report.image)} ({md(report.arch)})", ""]
     lines.append("| | |")
@@ -204,7 +204,7 @@ def build_summary(report) -> str:
 
 def build_text(report) -> str:
     """A few lines for the terminal after a build."""
-    from ghbuild.options import format_size
+    from ghbuild.config.options import format_size
 
     sc = report.sccache or {}
     lines = [f"ghbuild: built {report.image}/{report.arch} ({report.backend})",

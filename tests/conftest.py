@@ -25,8 +25,10 @@ from typing import Any
 
 import pytest
 
-from ghbuild import config, context, planner
-from ghbuild.options import Options
+from ghbuild.config import configfile
+from ghbuild.github import context
+from ghbuild.plan import planner
+from ghbuild.config.options import Options
 
 EVENTS_DIR = Path(__file__).parent / "fixtures" / "events"
 
@@ -300,7 +302,7 @@ def write_options(folder: Path, canonical: str | None = BASE_REPO, stable: str |
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "ghbuild.toml"
     path.write_text(CONFIG_TEMPLATE.format(trust="\n".join(lines) + "\n", extra=extra), "utf-8")
-    return config.load(str(path), env={}, cwd=folder)
+    return configfile.load(str(path), env={}, cwd=folder)
 
 
 @pytest.fixture

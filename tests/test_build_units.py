@@ -9,11 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from ghbuild import audit, buildcmd, buildlog, dockerfile, render
-from ghbuild.build import summarize_sccache
-from ghbuild.context import Overrides, from_environment
-from ghbuild.planner import plan
-from ghbuild.sccache import SccacheDecision
+from ghbuild.build import audit
+from ghbuild.build import buildcmd
+from ghbuild.build import buildlog
+from ghbuild.plan import dockerfile
+from ghbuild import render
+from ghbuild.build.buildjob import summarize_sccache
+from ghbuild.github.context import Overrides, from_environment
+from ghbuild.plan.planner import plan
+from ghbuild.build.sccache import SccacheDecision
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -21,7 +25,7 @@ SHA = "a" * 40
 
 
 def _options(tmp_path, extra=""):
-    from ghbuild import config
+    from ghbuild.config import configfile
 
     (tmp_path / "ghbuild.toml").write_text(f"""
 [trust]
@@ -35,7 +39,7 @@ target = "runtime"
 build-args = {{ PYTHON_VERSION = "3.12" }}
 platforms = ["linux/amd64", "linux/arm64"]
 {extra}""")
-    return config.load(str(tmp_path / "ghbuild.toml"), env={}, cwd=tmp_path)
+    return configfile.load(str(tmp_path / "ghbuild.toml"), env={}, cwd=tmp_path)
 
 
 def _job(tmp_path, **ctx):
@@ -264,7 +268,7 @@ def test_sccache_summary_without_stats_is_empty_not_an_error():
 
 @pytest.mark.parametrize("value", ["https://u:p@host", "http://h/?x", "http://h/#f", "ftp://h", "http://h\n"])
 def test_bad_endpoints_are_refused_without_the_value(value):
-    from ghbuild.sccache import check_endpoint
+    from ghbuild.build.sccache import check_endpoint
 
     with pytest.raises(ValueError) as info:
         check_endpoint(value)

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild import config, context, planner
+from ghbuild.config import configfile
+from ghbuild.github import context
+from ghbuild.plan import planner
 from ghbuild.errors import ConfigError
-from ghbuild.options import DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, PublishOptions, RegistryOptions, SccacheOptions
+from ghbuild.config.options import DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, PublishOptions, RegistryOptions, SccacheOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -45,7 +47,7 @@ def write(path: Path, text: str) -> Path:
 
 def load_text(tmp_path: Path, text: str, env: dict[str, str] | None = None):
     write(tmp_path / "ghbuild.toml", text)
-    return config.load(None, env or {}, tmp_path)
+    return configfile.load(None, env or {}, tmp_path)
 
 
 def config_error(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> str:
@@ -64,7 +66,7 @@ def image_config(name: str) -> str:
 
 def test_ghbuild_toml_in_the_working_directory(tmp_path):
     write(tmp_path / "ghbuild.toml", image_config("fromtoml"))
-    options = config.load(None, {}, tmp_path)
+    options = configfile.load(None, {}, tmp_path)
     assert list(options.images) == ["fromtoml"]
     assert options.config_path == tmp_path / "ghbuild.toml"
     assert options.project_dir == tmp_path
@@ -73,7 +75,7 @@ def test_ghbuild_toml_in_the_working_directory(tmp_path):
 def test_pyproject_tool_ghbuild_when_there_is_no_ghbuild_toml(tmp_path):
     write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n\n[tool.ghbuild.images.frompyproject]\n'
                                        'dockerfile = "Dockerfile"\n')
-    options = config.load(None, {}, tmp_path)
+    options = configfile.load(None, {}, tmp_path)
     assert list(options.images) == ["frompyproject"]
     assert options.config_path == tmp_path / "pyproject.toml"
 
@@ -81,13 +83,13 @@ def test_pyproject_tool_ghbuild_when_there_is_no_ghbuild_toml(tmp_path):
 def test_ghbuild_toml_beats_pyproject(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.ghbuild.images.frompyproject]\ndockerfile = "D"\n')
     write(tmp_path / "ghbuild.toml", image_config("fromtoml"))
-    assert list(config.load(None, {}, tmp_path).images) == ["fromtoml"]
+    assert list(configfile.load(None, {}, tmp_path).images) == ["fromtoml"]
 
 
 def test_ghbuild_config_beats_ghbuild_toml(tmp_path):
     write(tmp_path / "ghbuild.toml", image_config("fromtoml"))
     write(tmp_path / "ci" / "other.toml", image_config("fromenv"))
-    options = config.load(None, {"GHBUILD_CONFIG": "ci/other.toml"}, tmp_path)
+    options = configfile.load(None, {"GHBUILD_CONFIG": "ci/other.toml"}, tmp_path)
     assert list(options.images) == ["fromenv"]
     assert options.config_path == tmp_path / "ci" / "other.toml"
     assert options.project_dir == tmp_path / "ci"  # relative paths are relative to the config file
@@ -97,30 +99,30 @@ def test_config_flag_beats_ghbuild_config(tmp_path):
     write(tmp_path / "ghbuild.toml", image_config("fromtoml"))
     write(tmp_path / "env.toml", image_config("fromenv"))
     write(tmp_path / "flag.toml", image_config("fromflag"))
-    options = config.load("flag.toml", {"GHBUILD_CONFIG": "env.toml"}, tmp_path)
+    options = configfile.load("flag.toml", {"GHBUILD_CONFIG": "env.toml"}, tmp_path)
     assert list(options.images) == ["fromflag"]
 
 
 def test_config_flag_accepts_an_absolute_path(tmp_path):
     target = write(tmp_path / "elsewhere" / "x.toml", image_config("abs"))
-    assert list(config.load(str(target), {}, tmp_path / "nowhere").images) == ["abs"]
+    assert list(configfile.load(str(target), {}, tmp_path / "nowhere").images) == ["abs"]
 
 
 def test_config_flag_may_name_a_pyproject(tmp_path):
     write(tmp_path / "sub" / "pyproject.toml", '[tool.ghbuild.images.sub]\ndockerfile = "D"\n')
-    assert list(config.load("sub/pyproject.toml", {}, tmp_path).images) == ["sub"]
+    assert list(configfile.load("sub/pyproject.toml", {}, tmp_path).images) == ["sub"]
 
 
 def test_config_flag_naming_a_pyproject_without_the_table(tmp_path):
     write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n')
     with pytest.raises(ConfigError, match=r"pyproject.toml: no \[tool.ghbuild\] table"):
-        config.load("pyproject.toml", {}, tmp_path)
+        configfile.load("pyproject.toml", {}, tmp_path)
 
 
 def test_no_configuration_at_all(tmp_path):
     write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n')  # no [tool.ghbuild]
     with pytest.raises(ConfigError, match="no configuration") as info:
-        config.load(None, {}, tmp_path)
+        configfile.load(None, {}, tmp_path)
     assert "--config" in str(info.value) and "GHBUILD_CONFIG" in str(info.value)
 
 
@@ -131,7 +133,7 @@ def test_no_configuration_at_all(tmp_path):
 def test_explicit_file_that_does_not_exist(tmp_path, flag, env, named):
     write(tmp_path / "ghbuild.toml", MINIMAL)  # must not be used as a fallback
     with pytest.raises(ConfigError) as info:
-        config.load(flag, env, tmp_path)
+        configfile.load(flag, env, tmp_path)
     assert str(info.value).startswith(f"{named}: ")
     assert "missing.toml" in str(info.value)
 
@@ -161,7 +163,7 @@ def test_minimal_config_gets_the_documented_defaults(tmp_path):
 
 def test_schema_defaults_match_the_options_defaults():
     """`ghbuild schema` documents defaults for editors; they must be the ones ghbuild applies."""
-    props = config.schema()["properties"]
+    props = configfile.schema()["properties"]
     assert props["registries"]["properties"]["gha-cache"]["default"] == RegistryOptions().gha_cache
     assert props["registries"]["properties"]["cache-mode"]["default"] == RegistryOptions().cache_mode
     assert props["sccache"]["properties"]["enabled"]["default"] == SccacheOptions().enabled
@@ -366,7 +368,7 @@ def test_variables_outside_the_setting_sections_are_not_settings(tmp_path):
 
 def test_every_documented_variable_exists():
     """The README's table of variables, against the mapping ghbuild really uses."""
-    mapping = config.env_mapping(["cpu"])
+    mapping = configfile.env_mapping(["cpu"])
     documented = {
         "GHBUILD_TRUST_CANONICAL_REPOSITORY", "GHBUILD_TRUST_STABLE_BRANCH", "GHBUILD_TRUST_SELF_HOSTED_FOR_FORKS",
         "GHBUILD_TRUST_HOSTED_RUNNER_LABELS", "GHBUILD_REGISTRIES_CACHE",
@@ -461,8 +463,8 @@ def test_wrong_values_name_file_and_key(tmp_path, text, key, fragment):
 # --------------------------------------------------------------------------- repositories
 
 def test_repository_templates_expand_image_and_lower_cased_owner():
-    assert config.expand_repository("ghcr.io/{owner}/ci-{image}", "cpu", "Crazy-Max") == "ghcr.io/crazy-max/ci-cpu"
-    assert config.expand_repository("docker.io/org/{image}", "rocm", "x") == "docker.io/org/rocm"
+    assert configfile.expand_repository("ghcr.io/{owner}/ci-{image}", "cpu", "Crazy-Max") == "ghcr.io/crazy-max/ci-cpu"
+    assert configfile.expand_repository("docker.io/org/{image}", "rocm", "x") == "docker.io/org/rocm"
 
 
 def test_repository_templates_reach_the_plan(tmp_path):
@@ -617,7 +619,7 @@ def test_canonical_repository_that_is_not_a_github_repository(tmp_path, value):
 # --------------------------------------------------------------------------- the repository's own config
 
 def test_the_repositorys_own_config_loads_and_plans():
-    options = config.load(None, {}, REPO_ROOT)
+    options = configfile.load(None, {}, REPO_ROOT)
     assert options.config_path == REPO_ROOT / "ghbuild.toml"
     assert options.trust.canonical_repository == "ghbuild/ghbuild"
     ctx = context.from_environment(
@@ -644,8 +646,8 @@ def test_the_repositorys_own_config_is_valid_against_the_shipped_schema():
 
     with (REPO_ROOT / "ghbuild.toml").open("rb") as fh:
         data = tomllib.load(fh)
-    Draft202012Validator.check_schema(config.schema())
-    assert list(Draft202012Validator(config.schema()).iter_errors(data)) == []
+    Draft202012Validator.check_schema(configfile.schema())
+    assert list(Draft202012Validator(configfile.schema()).iter_errors(data)) == []
 
 
 def test_size_budgets_parse_and_bad_sizes_name_the_key(tmp_path):

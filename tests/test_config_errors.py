@@ -1,5 +1,5 @@
 """Config errors a user can act on: one sentence about the value, and (for annotations) the file, line and
-column of the key as written, found by ghbuild.toml_position."""
+column of the key as written, found by ghbuild.config.toml_position."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import run_in_process
 
-from ghbuild import config, toml_position
+from ghbuild.config import configfile
+from ghbuild.config import toml_position
 from ghbuild.errors import ConfigError
 
 TOML = '''\
@@ -60,7 +61,7 @@ def _error(folder: Path, name: str, content: bytes | str) -> ConfigError:
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     (folder / "Dockerfile").write_text("FROM scratch\n")
     with pytest.raises(ConfigError) as info:
-        config.load(str(path), {}, folder)
+        configfile.load(str(path), {}, folder)
     return info.value
 
 
@@ -81,7 +82,7 @@ def test_a_checked_value_in_pyproject_is_located_too(tmp_path):
 def test_an_override_names_the_variable_and_no_line(tmp_path):
     (tmp_path / "ghbuild.toml").write_text('[images.cpu]\ndockerfile = "Dockerfile"\n')
     with pytest.raises(ConfigError) as info:
-        config.load(None, {"GHBUILD_IMAGES_CPU_SIZE_BUDGET": "huge"}, tmp_path)
+        configfile.load(None, {"GHBUILD_IMAGES_CPU_SIZE_BUDGET": "huge"}, tmp_path)
     assert info.value.message.startswith("GHBUILD_IMAGES_CPU_SIZE_BUDGET (overrides images.cpu.size-budget): "
                                          "'huge' is not a size")
     assert info.value.location == {}

@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import BASE_REPO, FIXTURE_NAMES, FORK_REPO, FORK_REPO_ID, PR_HEAD_REF, PR_NUMBER
 
-from ghbuild.context import Overrides, from_environment
+from ghbuild.github.context import Overrides, from_environment
 from ghbuild.errors import ContextError
 
 SHA_MASTER = "266574110acf203503badf966df2ea24b5d732d7"
@@ -44,7 +44,7 @@ REAL_EVENTS = [
 
 
 def test_every_recorded_payload_and_every_event_is_covered():
-    from ghbuild.context import EVENTS
+    from ghbuild.github.context import EVENTS
 
     names = [name for name, _ in REAL_EVENTS]
     assert set(FIXTURE_NAMES) <= set(names)

@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from ghbuild import credentials
+from ghbuild.registry import credentials
 
 HELPER = """#!/bin/sh
 # docker-credential-{name}: answers `get` for {server} only, like a real helper
@@ -146,7 +146,7 @@ def test_reading_a_login_written_by_docker_login_imports_no_docker_sdk(docker_ho
 
     env, write_config, _ = docker_home
     write_config({"auths": {"registry.example.com": {"auth": _b64("ci:s3cret")}}})
-    probe = ("import sys\nfrom ghbuild import credentials\n"
+    probe = ("import sys\nfrom ghbuild.registry import credentials\n"
              "c = credentials.for_host('registry.example.com')\n"
              "print(c.username, 'docker' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
@@ -155,7 +155,7 @@ def test_reading_a_login_written_by_docker_login_imports_no_docker_sdk(docker_ho
 
 
 @pytest.mark.parametrize("holder", [credentials.Credentials("ci", "s3cret"),
-                                    __import__("ghbuild.sccache").sccache.SccacheDecision(
+                                    __import__("ghbuild.build.sccache").build.sccache.SccacheDecision(
                                         "read-write", "credentials found", {"SCCACHE_BUCKET": "b"},
                                         "AWS_SECRET_ACCESS_KEY=s3cret\n")])
 def test_a_value_holding_a_secret_cannot_be_printed_iterated_encoded_or_changed(holder):

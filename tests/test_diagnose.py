@@ -24,8 +24,8 @@ from fakes.rocm_tools import (
     survivors,
 )
 
-from ghbuild import diagnose
-from ghbuild.diagnose import DiagCommand
+from ghbuild.runner import diagnose
+from ghbuild.runner.diagnose import DiagCommand
 
 SLACK = 2.0      # in-process: scheduling and file writes only (the machine may be loaded; a hang is 60 s)
 CLI_SLACK = 4.0  # plus Python start-up

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild import docker_client
+from ghbuild.build import engine
 from ghbuild.errors import EngineError
 
 
@@ -37,8 +37,8 @@ def env_with(path: str, tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_a_client_with_buildx_builds_with_buildx(tmp_path):
     path = fake_docker(tmp_path / "a", "docker", "28.2.2", "28.2.2", buildx=True)
-    client = docker_client.find_client(env_with(path, tmp_path))
-    assert client == docker_client.DockerClient(path=path, version="28.2.2", buildx=True)
+    client = engine.find_client(env_with(path, tmp_path))
+    assert client == engine.DockerClient(path=path, version="28.2.2", buildx=True)
     assert client.backend == "buildx"
 
 
@@ -50,10 +50,10 @@ def test_a_client_without_buildx_is_passed_over_with_the_reason(tmp_path):
     # DOCKER_HOST to nowhere: the machine's own /usr/bin/docker (the last candidate) cannot be chosen instead.
     nowhere = f"unix://{tmp_path}/none.sock"
     env = {**env_with(old, tmp_path, DOCKER_HOST=nowhere), "PATH": str(tmp_path / "b")}
-    client = docker_client.find_client(env)
+    client = engine.find_client(env)
     assert (client.path, client.version, client.backend) == (new, "26.1.5", "buildx")
     with pytest.raises(EngineError) as caught:
-        docker_client.find_client({**env, "PATH": str(tmp_path / "empty")})
+        engine.find_client({**env, "PATH": str(tmp_path / "empty")})
     assert str(caught.value).startswith(f"no usable docker client: {old}: client 20.10.24+dfsg1 has no buildx plugin "
                                         "(ghbuild builds with `docker buildx build`: install the plugin")
 
@@ -62,7 +62,7 @@ def test_an_unreachable_engine_is_named_with_the_clients_own_words(tmp_path):
     path = fake_docker(tmp_path / "a", "docker", "28.2.2", None, buildx=True)
     with pytest.raises(EngineError) as caught:
         # Nothing listens there, so /usr/bin/docker (the last fallback), where installed, cannot reach one either.
-        docker_client.find_client(env_with(path, tmp_path, DOCKER_HOST=f"unix://{tmp_path}/none.sock"))
+        engine.find_client(env_with(path, tmp_path, DOCKER_HOST=f"unix://{tmp_path}/none.sock"))
     message = str(caught.value)
     assert message.startswith("no usable docker client: ") and "\n" not in message
     assert f"{path}: engine not reachable (Cannot connect to the Docker daemon at unix:///x.sock)" in message
@@ -83,12 +83,12 @@ def test_a_dry_run_asks_no_engine_and_finds_buildx_where_the_cli_would(tmp_path)
     path = fake_docker(tmp_path / "a", "docker", "28.2.2", None, buildx=False)   # no engine, no `buildx` answer
     env = env_with(path, tmp_path, DOCKER_CONFIG=str(tmp_path / "conf"), DOCKER_HOST=f"unix://{tmp_path}/none.sock")
     with pytest.raises(EngineError, match="engine not reachable"):
-        docker_client.find_client(env)
+        engine.find_client(env)
     (tmp_path / "a" / "asked").unlink()
     plugin(tmp_path / "conf" / "cli-plugins")
-    with docker_client.ClientProbe(env, engine=False) as probe:
+    with engine.ClientProbe(env, engine=False) as probe:
         client = probe.client()
-    assert client == docker_client.DockerClient(path=path, version="28.2.2", buildx=True)
+    assert client == engine.DockerClient(path=path, version="28.2.2", buildx=True)
     assert (tmp_path / "a" / "asked").read_text().splitlines() == ["--version"]
     assert not (tmp_path / "conf" / "cli-plugins" / "plugin-ran").exists()
 
@@ -97,9 +97,9 @@ def test_a_dry_run_without_a_buildx_plugin_names_it(tmp_path, monkeypatch):
     new = fake_docker(tmp_path / "a", "docker", "28.2.2", "28.2.2", buildx=True)   # answers `buildx`: not asked
     env = {**env_with(new, tmp_path, DOCKER_CONFIG=str(tmp_path / "conf")), "PATH": str(tmp_path / "empty")}
     plugin(tmp_path / "conf" / "cli-plugins", executable=False)      # the CLI runs no plugin it cannot execute
-    monkeypatch.setattr(docker_client, "SYSTEM_PLUGIN_DIRS", ())   # not the machine's own plugin
+    monkeypatch.setattr(engine, "SYSTEM_PLUGIN_DIRS", ())   # not the machine's own plugin
     with pytest.raises(EngineError, match=rf"no usable docker client: {new}: client 28.2.2 has no buildx plugin"):
-        docker_client.ClientProbe(env, engine=False).client()
+        engine.ClientProbe(env, engine=False).client()
 
 
 def test_the_plugin_folders_are_the_clis_own_in_its_order(tmp_path):
@@ -107,20 +107,20 @@ def test_the_plugin_folders_are_the_clis_own_in_its_order(tmp_path):
     conf.mkdir()
     (conf / "config.json").write_text('{"cliPluginsExtraDirs": ["/opt/extra", 7, ""]}')
     env = {"DOCKER_CONFIG": str(conf), "HOME": str(tmp_path)}
-    assert docker_client.plugin_dirs(env) == ["/opt/extra", str(conf / "cli-plugins"),
-                                              *docker_client.SYSTEM_PLUGIN_DIRS]
+    assert engine.plugin_dirs(env) == ["/opt/extra", str(conf / "cli-plugins"),
+                                              *engine.SYSTEM_PLUGIN_DIRS]
     (conf / "config.json").write_text("{not json")
-    assert docker_client.plugin_dirs({"HOME": str(tmp_path)})[0] == str(tmp_path / ".docker" / "cli-plugins")
-    assert docker_client.plugin_dirs(env)[0] == str(conf / "cli-plugins")
+    assert engine.plugin_dirs({"HOME": str(tmp_path)})[0] == str(tmp_path / ".docker" / "cli-plugins")
+    assert engine.plugin_dirs(env)[0] == str(conf / "cli-plugins")
     (conf / "config.json").unlink()
     os.mkfifo(conf / "config.json")      # read by nobody: a FIFO would hang the run
-    assert docker_client.plugin_dirs(env)[0] == str(conf / "cli-plugins")
+    assert engine.plugin_dirs(env)[0] == str(conf / "cli-plugins")
     (conf / "config.json").unlink()
     extra = tmp_path / "extra"
     found = plugin(extra)
     (conf / "config.json").write_text(f'{{"cliPluginsExtraDirs": ["{extra}"]}}')
     plugin(conf / "cli-plugins")
-    assert docker_client.buildx_plugin(env) == str(found)        # the first folder wins, as in the CLI
+    assert engine.buildx_plugin(env) == str(found)        # the first folder wins, as in the CLI
 
 
 def test_a_client_whose_version_banner_is_unreadable_is_passed_over_in_a_dry_run(tmp_path):
@@ -128,7 +128,7 @@ def test_a_client_whose_version_banner_is_unreadable_is_passed_over_in_a_dry_run
     odd.parent.mkdir()
     odd.write_text("#!/bin/sh\necho 'hello'\n")
     odd.chmod(0o755)
-    probe = docker_client.ClientProbe(env_with(str(odd), tmp_path), engine=False)
+    probe = engine.ClientProbe(env_with(str(odd), tmp_path), engine=False)
     try:
         chosen = probe.client()
     except EngineError as exc:

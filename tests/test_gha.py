@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ghbuild import gha
+from ghbuild.github import gha
 
 from conftest import HEREDOC
 from conftest import read_outputs as read_outputs_from

@@ -1,4 +1,4 @@
-"""ghbuild.http_retry: the one Retry-After parser and loopback check (used by ghbuild.registry and the
+"""ghbuild.http.retry: the one Retry-After parser and loopback check (used by ghbuild.registry.client and the
 retention API clients). No server, no waiting: the clock is injected."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import email.utils
 
 import pytest
 
-from ghbuild.http_retry import is_loopback, new_session, retry_after_seconds
+from ghbuild.http.retry import is_loopback, new_session, retry_after_seconds
 
 NOW = 1_750_000_000.0
 

@@ -1,4 +1,4 @@
-"""ghbuild.http_session, the registry layer's HTTP client, against real sockets on loopback: kept-alive
+"""ghbuild.http.session, the registry layer's HTTP client, against real sockets on loopback: kept-alive
 connections (and never a dead one), streamed bodies both ways, timeouts, redirects that leave the origin
 without the credentials, proxies from the environment (absolute URLs, CONNECT tunnels, no_proxy), and TLS
 verification against the system store, a named bundle or REQUESTS_CA_BUNDLE."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from fakes.httpserver import LoopbackService, reply
-from ghbuild import http_session
-from ghbuild.http_session import (CannotResend, ConnectionError, InvalidURL, Session, Timeout, TooManyRedirects,
+from ghbuild.http import session as http_session
+from ghbuild.http.session import (CannotResend, ConnectionError, InvalidURL, Session, Timeout, TooManyRedirects,
                                   UnusableSetting)
 
 
@@ -458,8 +458,8 @@ def test_an_answer_sent_before_the_upload_ended_is_returned(status):
 
 def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
     """Through the registry layer: the 401 mid-upload makes it fetch a new token for each attempt."""
-    from ghbuild import registry
-    from ghbuild.credentials import Credentials
+    from ghbuild.registry import client as registry
+    from ghbuild.registry.credentials import Credentials
     from ghbuild.errors import TransientError
 
     tokens, patches = [], []
@@ -509,8 +509,8 @@ def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
 def test_a_challenge_from_where_a_redirect_led_never_gets_the_registry_credentials():
     """The registry redirects a blob GET to storage; storage answers 401 naming a token server of its choice.
     Following that challenge would send the registry's user and password there: the 401 is an error instead."""
-    from ghbuild import registry
-    from ghbuild.credentials import Credentials
+    from ghbuild.registry import client as registry
+    from ghbuild.registry.credentials import Credentials
     from ghbuild.errors import AuthError
 
     token_server, storage, origin = Scripted(), Scripted(), Scripted()
@@ -528,8 +528,8 @@ def test_a_challenge_from_where_a_redirect_led_never_gets_the_registry_credentia
 
 
 def test_an_https_registry_never_sends_its_credentials_to_an_http_token_server():
-    from ghbuild import registry
-    from ghbuild.credentials import Credentials
+    from ghbuild.registry import client as registry
+    from ghbuild.registry.credentials import Credentials
     from ghbuild.errors import AuthError
 
     auth = registry._Auth(Session(trust_env=False), Credentials("u", "p"), True, (5, 5), "https")
@@ -682,7 +682,7 @@ def test_link_headers_are_read_as_requests_reads_them_and_tag_lists_follow_them(
     `latest` from that list), and the parsing matches requests' on the header forms registries send."""
     import json as json_module
 
-    from ghbuild import registry
+    from ghbuild.registry import client as registry
 
     pages = {"": (["v1", "v2"], '</v2/app/tags/list?n=2&last=v2>; rel="next"'),
              "v2": (["v3", "v4"], "</v2/app/tags/list?n=2&last=v4>; rel=next"),

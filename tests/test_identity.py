@@ -20,8 +20,11 @@ from hypothesis import strategies as st
 
 from conftest import read_outputs
 
-from ghbuild import config, context, identity, planner
-from ghbuild.ensure_base import compute_identity
+from ghbuild.config import configfile
+from ghbuild.github import context
+from ghbuild.bases import identity
+from ghbuild.plan import planner
+from ghbuild.bases.ensure_base import compute_identity
 from ghbuild.naming import pinned, split_reference
 
 BASE = "127.0.0.1:5000/base/debian:bookworm"
@@ -93,7 +96,7 @@ class Resolver:
 
 def ident(repo: Path, resolver: Resolver | None = None, env: dict | None = None, arch: str = "amd64",
           base_image: str | None = None) -> identity.Identity:
-    options = config.load(str(repo / "ghbuild.toml"), env or {}, repo)
+    options = configfile.load(str(repo / "ghbuild.toml"), env or {}, repo)
     ctx = context.from_environment({}, context.Overrides(event="push", repository="o/r", ref="main", sha="1" * 40,
                                                          default_branch="main"), repo)
     plan = planner.plan(ctx, options)
@@ -239,7 +242,7 @@ def test_a_config_in_a_subfolder_names_inputs_relative_to_itself(repo):
     (sub / "ghbuild.toml").write_text(CONFIG.replace('dockerfile = "Dockerfile"', 'dockerfile = "../Dockerfile"')
                                       .replace('"src/**"', '"../src/**"'))
     git(repo, "add", "ci")
-    options = config.load(str(sub / "ghbuild.toml"), {}, sub)
+    options = configfile.load(str(sub / "ghbuild.toml"), {}, sub)
     ctx = context.from_environment({}, context.Overrides(event="push", repository="o/r", ref="main", sha="1" * 40,
                                                          default_branch="main"), sub)
     job = planner.plan(ctx, options).job("tiny", "amd64")
@@ -502,7 +505,7 @@ def test_a_base_whose_configured_helper_is_missing_says_what_to_set(helper_repo)
         return None if "sccache" in ref else DIGEST_A
 
     with pytest.raises(ConfigError) as exc:
-        options = config.load(str(helper_repo / "ghbuild.toml"), {}, helper_repo)
+        options = configfile.load(str(helper_repo / "ghbuild.toml"), {}, helper_repo)
         ctx = context.from_environment({}, context.Overrides(event="push", repository="o/r", ref="main",
                                                              sha="1" * 40, default_branch="main"), helper_repo)
         compute_identity(options, planner.plan(ctx, options).job("tiny", "amd64"), lookup)

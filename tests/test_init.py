@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild import config, dockerfile, init
+from ghbuild.config import configfile
+from ghbuild.plan import dockerfile
+from ghbuild import adopt
 from ghbuild.errors import UsageError
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -74,10 +76,10 @@ def test_writes_a_config_that_loads_and_names_every_dockerfile(repo):
         "libs": {"dockerfile": "docker/Dockerfile.libs", "context": ".", "target": "runtime",
                  "platforms": ["linux/amd64", "linux/arm64"]},
         "tools": {"dockerfile": "tools.Dockerfile", "context": ".", "platforms": ["linux/amd64", "linux/arm64"]}}
-    options = config.load(None, {}, repo)
+    options = configfile.load(None, {}, repo)
     assert set(options.images) == {"libs", "tools"}
     # The schema the comment points at is the one this ghbuild ships (same $id).
-    assert json.loads((Path(init.__file__).parent / "resources" / "ghbuild.schema.json").read_text())["$id"]
+    assert json.loads((Path(adopt.__file__).parent / "resources" / "ghbuild.schema.json").read_text())["$id"]
 
 
 def test_the_caller_workflow_is_pinned_and_lint_clean(repo):
@@ -180,12 +182,12 @@ class _Distribution:
 def test_pin_is_the_commit_pip_installed_from():
     dist = _Distribution({"url": "https://github.com/someone/ghbuild-fork.git",
                           "vcs_info": {"vcs": "git", "commit_id": SHA, "requested_revision": "main"}})
-    pin = init.toolkit_pin(None, dist)
+    pin = adopt.toolkit_pin(None, dist)
     assert (pin.repository, pin.ref) == ("someone/ghbuild-fork", SHA)
 
 
 def test_explicit_pin_beats_the_installation():
-    pin = init.toolkit_pin("Other/GHBuild@" + "f" * 40, _Distribution(None))
+    pin = adopt.toolkit_pin("Other/GHBuild@" + "f" * 40, _Distribution(None))
     assert (pin.repository, pin.ref, pin.source) == ("other/ghbuild", "f" * 40, "--pin")
     with pytest.raises(UsageError):
-        init.toolkit_pin("other/ghbuild", _Distribution(None))
+        adopt.toolkit_pin("other/ghbuild", _Distribution(None))

@@ -1,4 +1,4 @@
-"""ghbuild.lease against an in-memory registry and an injected clock: waits are bounded, an expired lease
+"""ghbuild.publish.lease against an in-memory registry and an injected clock: waits are bounded, an expired lease
 is taken over, a slow registry fails the run instead of looping, release writes the lease free."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ghbuild import lease
+from ghbuild.publish import lease
 from ghbuild.errors import PublishError
-from ghbuild.registry import Descriptor, Manifest, sha256_digest
+from ghbuild.registry.client import Descriptor, Manifest, sha256_digest
 
 
 class Clock:

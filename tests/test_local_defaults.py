@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.context import LOCAL_PUSH_NOTE, Overrides, from_environment
+from ghbuild.github.context import LOCAL_PUSH_NOTE, Overrides, from_environment
 from ghbuild.errors import ContextError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

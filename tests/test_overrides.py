@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild import overrides
+from ghbuild.config import overrides
 from ghbuild.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,9 @@ from collections.abc import Callable
 import pytest
 from conftest import BASE_REPO, FORK_REPO, FORK_REPO_ID, Event, event_loader, merge_group_event, write_options
 
-from ghbuild import cli, planner
-from ghbuild.context import EVENTS, Overrides, from_environment
+from ghbuild import cli
+from ghbuild.plan import planner
+from ghbuild.github.context import EVENTS, Overrides, from_environment
 from ghbuild.errors import UsageError
 from ghbuild.naming import TAG_RE
 

@@ -8,10 +8,11 @@ import time
 
 import pytest
 
-from ghbuild import publish, registry
+from ghbuild.publish import promote
+from ghbuild.registry import client as registry
 from ghbuild.errors import PublishError
 
-SOURCES = (publish.ArchSource("amd64", "x86_64", "t-x86_64"), publish.ArchSource("arm64", "arm64", "t-arm64"))
+SOURCES = (promote.ArchSource("amd64", "x86_64", "t-x86_64"), promote.ArchSource("arm64", "arm64", "t-arm64"))
 
 
 class Client:
@@ -29,7 +30,7 @@ def test_each_arch_is_read_on_its_own_client_at_the_same_time():
         started.wait()
         return source.arch, client.name, threading.current_thread().name
 
-    out = publish._per_arch(read, SOURCES, Client("main"))
+    out = promote._per_arch(read, SOURCES, Client("main"))
     assert out["amd64"] == ("amd64", "main", threading.main_thread().name)
     assert out["arm64"][:2] == ("arm64", "main+clone") and out["arm64"][2] != threading.main_thread().name
 
@@ -40,7 +41,7 @@ def test_a_failure_is_handed_back_per_arch_in_source_order():
             raise ValueError("arm64 broken")
         return "ok"
 
-    out = publish._per_arch(read, SOURCES, Client("main"))
+    out = promote._per_arch(read, SOURCES, Client("main"))
     assert out["amd64"] == "ok" and isinstance(out["arm64"], ValueError) and list(out) == ["amd64", "arm64"]
 
 
@@ -55,7 +56,7 @@ def test_an_interrupt_is_raised_at_once_not_after_the_other_reads_and_never_as_a
 
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        publish._per_arch(read, SOURCES, Client("main"))
+        promote._per_arch(read, SOURCES, Client("main"))
     assert time.monotonic() - start < 2
 
 
@@ -95,16 +96,16 @@ class Staging:
         return self.blobs[digest]
 
 
-def _plan(images: dict[str, tuple[bytes, bytes]]) -> publish.PublishPlan:
-    sources = tuple(publish.ArchSource(s.arch, s.suffix, s.tag, registry.sha256_digest(images[s.arch][0]))
+def _plan(images: dict[str, tuple[bytes, bytes]]) -> promote.PublishPlan:
+    sources = tuple(promote.ArchSource(s.arch, s.suffix, s.tag, registry.sha256_digest(images[s.arch][0]))
                     for s in SOURCES)
-    return publish.PublishPlan("nightly", "app", SHA, "staging.example/acme/app", "hub.example/acme/app", sources,
+    return promote.PublishPlan("nightly", "app", SHA, "staging.example/acme/app", "hub.example/acme/app", sources,
                                {"amd64": "nightly-x86_64", "arm64": "nightly-arm64"}, ("nightly",),
                                source_url=SOURCE_URL)
 
 
 def _labels(revision: str = SHA, source: str = SOURCE_URL) -> dict:
-    return {publish.LABEL_REVISION: revision, publish.LABEL_SOURCE: source}
+    return {promote.LABEL_REVISION: revision, promote.LABEL_SOURCE: source}
 
 
 @pytest.mark.parametrize("arm64_labels, refused", [
@@ -114,7 +115,7 @@ def _labels(revision: str = SHA, source: str = SOURCE_URL) -> dict:
     (_labels(revision=SHA.upper()), "revision='" + SHA.upper()),          # not the commit's own spelling
     (_labels(source=SOURCE_URL + "-fork"), "project-fork"),               # a look-alike repository
     (_labels(source="https://github.com/someone/project"), "someone/project"),   # a fork's own build
-    ({publish.LABEL_REVISION: SHA}, "source=None"),                       # no source label at all
+    ({promote.LABEL_REVISION: SHA}, "source=None"),                       # no source label at all
 ])
 def test_the_arch_read_in_a_thread_is_checked_like_the_first(arm64_labels, refused):
     """The second architecture is read in a thread of its own: its labels must name this commit of this
@@ -123,11 +124,11 @@ def test_the_arch_read_in_a_thread_is_checked_like_the_first(arm64_labels, refus
     staging = Staging(images)
     plan = _plan(images)
     if refused is None:
-        prepared = publish._prepare(plan, lambda host: staging, False, lambda m: None)
+        prepared = promote._prepare(plan, lambda host: staging, False, lambda m: None)
         assert set(prepared.manifests) == {"amd64", "arm64"}
     else:
         with pytest.raises(PublishError, match="did not make") as caught:
-            publish._prepare(plan, lambda host: staging, False, lambda m: None)
+            promote._prepare(plan, lambda host: staging, False, lambda m: None)
         arm64_digest = registry.sha256_digest(images["arm64"][0])
         assert f"@{arm64_digest}:" in str(caught.value) and refused in str(caught.value)
 
@@ -135,4 +136,4 @@ def test_the_arch_read_in_a_thread_is_checked_like_the_first(arm64_labels, refus
 def test_an_arch_config_that_claims_another_arch_is_refused_in_its_thread():
     images = {"amd64": _image("amd64", _labels()), "arm64": _image("amd64", _labels())}
     with pytest.raises(PublishError, match="claims arm64 but its image config says linux/amd64"):
-        publish._prepare(_plan(images), lambda host: Staging(images), False, lambda m: None)
+        promote._prepare(_plan(images), lambda host: Staging(images), False, lambda m: None)

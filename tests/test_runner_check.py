@@ -29,7 +29,8 @@ from fakes.rocm_tools import (
     survivors,
 )
 
-from ghbuild import bounded, runner_check
+from ghbuild.runner import bounded
+from ghbuild.runner import health
 
 IS_ROOT = os.geteuid() == 0
 RENDER_GID = 4242 if IS_ROOT else os.getgid()
@@ -117,12 +118,12 @@ def test_healthy_runner_passes_and_reports_every_check(tmp_path, fb, healthy):
 def test_check_from_python_with_injected_edges(tmp_path, fb, healthy):
     """The same checks through the library: Host(root, env, run) are the only edges."""
     env = clean_env(fb.path)
-    host = runner_check.Host(root=healthy, env=env, run=bounded.runner(env), docker="docker", cwd=tmp_path)
-    report = runner_check.check(gpus=2, min_free_disk="1KB", host=host)
+    host = health.Host(root=healthy, env=env, run=bounded.runner(env), docker="docker", cwd=tmp_path)
+    report = health.check(gpus=2, min_free_disk="1KB", host=host)
     assert report.ok, report.text()
     assert [c.name for c in report.checks] == ["gpus", "kfd", "render-gid", "disk", "containers"]
     with pytest.raises(ValueError, match="not a size"):
-        runner_check.check(min_free_disk="lots", host=host)
+        health.check(min_free_disk="lots", host=host)
 
 
 # --------------------------------------------------------------------------- gpus
@@ -401,37 +402,37 @@ def test_container_flags_errors_are_one_line(tmp_path, fb):
 
 
 def test_container_flags_function():
-    assert runner_check.container_flags(993) == FLAGS_993.split()
-    assert runner_check.container_flags(0, shm_size="512m", label=None)[-2:] == ["--shm-size", "512m"]
+    assert health.container_flags(993) == FLAGS_993.split()
+    assert health.container_flags(0, shm_size="512m", label=None)[-2:] == ["--shm-size", "512m"]
     for bad in ("993", True, -1, 9.5):
         with pytest.raises(ValueError):
-            runner_check.container_flags(bad)
+            health.container_flags(bad)
     with pytest.raises(ValueError):
-        runner_check.container_flags(993, shm_size="16g; rm -rf /")
+        health.container_flags(993, shm_size="16g; rm -rf /")
     with pytest.raises(ValueError):
-        runner_check.container_flags(993, label="x y")
+        health.container_flags(993, label="x y")
 
 
 def test_parse_rocminfo():
-    assert runner_check.parse_rocminfo(ROCMINFO_2_GPUS) == ["gfx942", "gfx942"]
-    assert runner_check.parse_rocminfo(ROCMINFO_CPU_ONLY) == []
-    assert runner_check.parse_rocminfo("") == []
+    assert health.parse_rocminfo(ROCMINFO_2_GPUS) == ["gfx942", "gfx942"]
+    assert health.parse_rocminfo(ROCMINFO_CPU_ONLY) == []
+    assert health.parse_rocminfo("") == []
     # Without Agent headers, every `Name: gfx*` line is one agent (ISA names are not).
-    assert runner_check.parse_rocminfo("  Name: gfx90a\n  Name: amdgcn-amd-amdhsa--gfx90a:xnack-\n  Name: gfx1100\n") == \
+    assert health.parse_rocminfo("  Name: gfx90a\n  Name: amdgcn-amd-amdhsa--gfx90a:xnack-\n  Name: gfx1100\n") == \
         ["gfx90a", "gfx1100"]
 
 
 def test_gpus_0_skips_every_gpu_check_on_a_runner_without_gpus(tmp_path):
     """A build job on a ROCm runner needs disk and a clean engine, not /dev/kfd or the render group."""
-    from ghbuild import runner_check
+    from ghbuild.runner import health
 
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True)
     (root / "etc" / "group").write_text("video:x:44:\n")          # no render group, no /dev/kfd at all
-    host = runner_check.Host(root=root)
-    report = runner_check.check(gpus=0, min_free_disk="1B", disk_path=tmp_path, host=host, docker_timeout=5)
+    host = health.Host(root=root)
+    report = health.check(gpus=0, min_free_disk="1B", disk_path=tmp_path, host=host, docker_timeout=5)
     by_name = {c.name: c for c in report.checks}
     assert [by_name[n].ok for n in ("gpus", "kfd", "render-gid")] == [True, True, True]
     assert all("skipped" in by_name[n].message for n in ("gpus", "kfd", "render-gid"))
-    with_gpu = runner_check.check(gpus=1, min_free_disk="1B", disk_path=tmp_path, host=host, docker_timeout=5)
+    with_gpu = health.check(gpus=1, min_free_disk="1B", disk_path=tmp_path, host=host, docker_timeout=5)
     assert not {c.name: c for c in with_gpu.checks}["kfd"].ok

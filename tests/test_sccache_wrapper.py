@@ -20,7 +20,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ghbuild import build, buildlog, config, sccache
+from ghbuild.build import buildjob
+from ghbuild.build import buildlog
+from ghbuild.config import configfile
+from ghbuild.build import sccache
 from ghbuild.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +186,7 @@ def test_stats_and_layer_cached_steps_are_read_from_real_buildkit_logs():
     assert cold.stats["rust"]["mode"] == "read-write"
     cached = buildlog.sccache_runs((FIXTURES / "wrapper-layer-cached.log").read_text())
     assert cached.stats == {} and cached.cached == {"cpp", "rust"}
-    summary = build.summarize_sccache(sccache.SccacheDecision("read-write", "ok", {}), cached)
+    summary = buildjob.summarize_sccache(sccache.SccacheDecision("read-write", "ok", {}), cached)
     assert all(stage["from_layer_cache"] for stage in summary["stages"].values())
     assert (summary["hits"], summary["misses"]) == (0, 0)
 
@@ -226,7 +229,7 @@ class FakeRegistry:
 def _project(tmp_path: Path, dockerfile: str, extra: str = "") -> object:
     (tmp_path / "Dockerfile").write_text(dockerfile)
     (tmp_path / "ghbuild.toml").write_text(f'[sccache]\n{extra}\n[images.app]\ndockerfile = "Dockerfile"\n')
-    options = config.load(None, {}, tmp_path)
+    options = configfile.load(None, {}, tmp_path)
     job = SimpleNamespace(dockerfile="Dockerfile")
     return options, job
 
@@ -235,25 +238,25 @@ CONTRACT = ("ARG GHBUILD_SCCACHE_IMAGE=ghcr.io/ghbuild/ghbuild-sccache:1\nFROM $
             "FROM debian\nRUN --mount=type=bind,from=ghbuild-sccache,source=/,target=/opt/ghbuild true\n")
 
 
-REQUEST = build.BuildRequest(image="app", arch="amd64")
-DRY_RUN = build.BuildRequest(image="app", arch="amd64", dry_run=True)
+REQUEST = buildjob.BuildRequest(image="app", arch="amd64")
+DRY_RUN = buildjob.BuildRequest(image="app", arch="amd64", dry_run=True)
 
 
 def test_the_helper_is_pinned_to_its_digest_for_a_dockerfile_that_declares_it(tmp_path):
     options, job = _project(tmp_path, CONTRACT)
     registry = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST})
-    ref, note = build._helper_image(options, job, REQUEST, {}, lambda host: registry)
+    ref, note = buildjob._helper_image(options, job, REQUEST, {}, lambda host: registry)
     assert ref == f"ghcr.io/ghbuild/ghbuild-sccache@{DIGEST}" and registry.asked == [("ghbuild/ghbuild-sccache", "1")]
     # This checkout is not a release: the default's moving tag was resolved, and the build says so.
     assert note.startswith("sccache helper ghcr.io/ghbuild/ghbuild-sccache:1: this ghbuild is not a release")
     # A dry run shows the command a build would run: pinned too.
-    assert build._helper_image(options, job, DRY_RUN, {}, lambda host: registry)[0] == ref
+    assert buildjob._helper_image(options, job, DRY_RUN, {}, lambda host: registry)[0] == ref
 
 
 def test_a_released_ghbuild_mounts_the_helper_its_release_pinned_whatever_the_tag_says(tmp_path, monkeypatch):
     """The default helper runs beside the S3 write key in every trusted compile step: a released ghbuild takes
     the digest its release wrote into ghbuild/resources/sccache-helper.json, never the tag's current target."""
-    from ghbuild import helper_pin
+    from ghbuild.build import helper_pin
 
     pin_file = tmp_path / "sccache-helper.json"
     pin_file.write_text(helper_pin.PIN_FILE.read_text())
@@ -263,12 +266,12 @@ def test_a_released_ghbuild_mounts_the_helper_its_release_pinned_whatever_the_ta
     assert helper_pin.read() == ("ghcr.io/ghbuild/ghbuild-sccache:1", pinned)
     options, job = _project(tmp_path, CONTRACT)
     moved = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST, f"ghbuild/ghbuild-sccache:{pinned}": pinned})
-    ref, note = build._helper_image(options, job, REQUEST, {}, lambda host: moved)
+    ref, note = buildjob._helper_image(options, job, REQUEST, {}, lambda host: moved)
     assert ref == f"ghcr.io/ghbuild/ghbuild-sccache@{pinned}" and note is None
     assert moved.asked == [("ghbuild/ghbuild-sccache", pinned)]        # looked up by digest, not by tag
     gone = FakeRegistry({"ghbuild/ghbuild-sccache:1": DIGEST})
     with pytest.raises(ConfigError, match="does not exist in its registry"):
-        build._helper_image(options, job, REQUEST, {}, lambda host: gone)
+        buildjob._helper_image(options, job, REQUEST, {}, lambda host: gone)
     # Only a digest of the default's own repository is written.
     assert helper_pin.main([f"ghcr.io/someone/ghbuild-sccache@{pinned}"]) == 2
     assert helper_pin.main(["ghcr.io/ghbuild/ghbuild-sccache:1"]) == 2
@@ -277,26 +280,26 @@ def test_a_released_ghbuild_mounts_the_helper_its_release_pinned_whatever_the_ta
 
 def test_a_dry_run_that_cannot_pin_the_helper_shows_it_as_configured_and_says_so(tmp_path):
     options, job = _project(tmp_path, CONTRACT)
-    ref, note = build._helper_image(options, job, DRY_RUN, {}, lambda host: FakeRegistry({}))
+    ref, note = buildjob._helper_image(options, job, DRY_RUN, {}, lambda host: FakeRegistry({}))
     assert ref == "ghcr.io/ghbuild/ghbuild-sccache:1"
     assert note.startswith("dry run: sccache.helper-image not pinned to a digest (sccache.helper-image: ")
 
 
 def test_a_dockerfile_without_the_contract_gets_no_helper_and_no_registry_call(tmp_path):
     options, job = _project(tmp_path, "FROM debian\nRUN make\n")
-    assert build._helper_image(options, job, REQUEST, {}, None) == (None, None)
+    assert buildjob._helper_image(options, job, REQUEST, {}, None) == (None, None)
 
 
 def test_a_digest_pinned_helper_is_taken_as_written(tmp_path):
     options, job = _project(tmp_path, CONTRACT, f'helper-image = "127.0.0.1:5000/me/helper@{DIGEST}"')
-    ref, _ = build._helper_image(options, job, REQUEST, {}, lambda host: pytest.fail("asked"))
+    ref, _ = buildjob._helper_image(options, job, REQUEST, {}, lambda host: pytest.fail("asked"))
     assert ref == f"127.0.0.1:5000/me/helper@{DIGEST}"
 
 
 def test_a_missing_helper_is_a_config_error_naming_the_setting(tmp_path):
     options, job = _project(tmp_path, CONTRACT, 'helper-image = "127.0.0.1:5000/me/helper:2"')
     with pytest.raises(ConfigError) as info:
-        build._helper_image(options, job, REQUEST, {}, lambda host: FakeRegistry({}))
+        buildjob._helper_image(options, job, REQUEST, {}, lambda host: FakeRegistry({}))
     assert str(info.value).startswith("sccache.helper-image: 127.0.0.1:5000/me/helper:2 does not exist in its registry")
     # What to set, in one line: the key in the file, the variable, the workflows' overrides input.
     assert "[sccache] helper-image = " in str(info.value) and "GHBUILD_SCCACHE_HELPER_IMAGE" in str(info.value)
@@ -313,7 +316,7 @@ def test_a_helper_the_registry_refuses_to_show_says_what_to_set_too(tmp_path):
 
     options, job = _project(tmp_path, CONTRACT)
     with pytest.raises(ConfigError) as info:
-        build._helper_image(options, job, REQUEST, {}, lambda host: Denied())
+        buildjob._helper_image(options, job, REQUEST, {}, lambda host: Denied())
     assert str(info.value).startswith("sccache.helper-image: cannot read ghcr.io/ghbuild/ghbuild-sccache:1 "
                                       "(HEAD ghbuild/ghbuild-sccache:1: 403 denied); set sccache.helper-image "
                                       "(now the default) to a helper image that is published"), str(info.value)
@@ -322,8 +325,8 @@ def test_a_helper_the_registry_refuses_to_show_says_what_to_set_too(tmp_path):
 def test_a_helper_the_request_names_is_used_as_given(tmp_path):
     """ensure-base hands the build the helper its identity hashed: no second lookup that could differ."""
     options, job = _project(tmp_path, CONTRACT)
-    request = build.BuildRequest(image="app", arch="amd64", helper_image=f"127.0.0.1:5000/me/helper@{DIGEST}")
-    assert build._helper_image(options, job, request, {}, lambda host: pytest.fail("asked")) == (
+    request = buildjob.BuildRequest(image="app", arch="amd64", helper_image=f"127.0.0.1:5000/me/helper@{DIGEST}")
+    assert buildjob._helper_image(options, job, request, {}, lambda host: pytest.fail("asked")) == (
         f"127.0.0.1:5000/me/helper@{DIGEST}", None)
 
 
@@ -337,9 +340,9 @@ def test_a_malformed_helper_image_is_refused(tmp_path, value):
 def test_the_helper_image_can_be_set_from_the_environment(tmp_path):
     (tmp_path / "ghbuild.toml").write_text('[images.app]\ndockerfile = "Dockerfile"\n')
     (tmp_path / "Dockerfile").write_text(CONTRACT)
-    options = config.load(None, {"GHBUILD_SCCACHE_HELPER_IMAGE": "127.0.0.1:5000/x/h:1"}, tmp_path)
+    options = configfile.load(None, {"GHBUILD_SCCACHE_HELPER_IMAGE": "127.0.0.1:5000/x/h:1"}, tmp_path)
     assert options.sccache.helper_image == "127.0.0.1:5000/x/h:1"
-    assert config.load(None, {}, tmp_path).sccache.helper_image == "ghcr.io/ghbuild/ghbuild-sccache:1"
+    assert configfile.load(None, {}, tmp_path).sccache.helper_image == "ghcr.io/ghbuild/ghbuild-sccache:1"
 
 
 def test_empty_settings_never_reach_the_server(helper, tmp_path):

@@ -73,13 +73,13 @@ def test_the_settings_secret_carries_credentials_only_for_the_trusted_run(tmp_pa
     handed secrets finds the credentials there."""
     from types import SimpleNamespace
 
-    from ghbuild import build
-    from ghbuild.sccache import SccacheDecision
+    from ghbuild.build import buildjob
+    from ghbuild.build.sccache import SccacheDecision
 
     decision = SccacheDecision("read-write", "ok", {"GHBUILD_SCCACHE_MODE": "read-write", "SCCACHE_BUCKET": "b"},
                                f"AWS_ACCESS_KEY_ID=k\nAWS_SECRET_ACCESS_KEY={AWS['AWS_SECRET_ACCESS_KEY']}\n")
     plan = SimpleNamespace(trust=SimpleNamespace(trusted=trusted, secrets=secrets))
-    (secret,) = build._secret_files(decision, plan, tmp_path, write=True)
+    (secret,) = buildjob._secret_files(decision, plan, tmp_path, write=True)
     text = secret.src.read_text()
     assert secret.id == "ghbuild_sccache" and (secret.src.stat().st_mode & 0o777) == 0o600
     assert text.startswith("GHBUILD_SCCACHE_MODE=read-write\nSCCACHE_BUCKET=b\n")
@@ -142,7 +142,8 @@ def test_a_record_outside_the_workspace_and_runner_temp_is_refused_before_the_bu
 
 
 def test_a_record_behind_a_symlink_that_leads_out_is_refused(project, tmp_path):
-    from ghbuild import errors, records
+    from ghbuild import errors
+    from ghbuild.publish import records
 
     (tmp_path / "elsewhere").mkdir()
     (project / "out").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
@@ -181,13 +182,14 @@ HOSTILE = "x | <img src=x onerror=alert(1)> [click](https://evil.example) `code`
 
 def test_what_an_image_says_about_itself_is_escaped_in_the_job_summary():
     """Stage names and modes come from the sccache wrapper's lines in the build log: the built code writes them."""
-    from ghbuild import build, render
+    from ghbuild.build import buildjob
+    from ghbuild import render
 
     stage = {"mode": HOSTILE, "requested_mode": "read-write", "fallbacks": [], "hits": 1, "misses": 1,
              "hit_rate": 0.5, "hits_by_language": {HOSTILE: 1}, "misses_by_language": {}, "not_cacheable": 0,
              "not_cached_reasons": {}, "write_errors": 0, "read_errors": 0, "compile_requests": 2, "seconds": 1,
              "from_layer_cache": False, "cache_location": None}
-    report = build.BuildReport(image="app", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
+    report = buildjob.BuildReport(image="app", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
                                command="docker build", ref="r/app@sha256:" + "a" * 64,
                                warnings=[f"sccache in stage {HOSTILE}: fell back"],
                                sccache={"mode": HOSTILE, "hits": 1, "misses": 1, "hit_rate": 0.5,
@@ -304,7 +306,7 @@ def test_overrides_in_a_callers_workflow_cannot_make_its_run_trusted(project, ru
     request's or a feature branch's caller workflow is its own: naming its branch stable and the repository
     canonical, in any spelling, still gets publishing refused. (A fork's own repository, on its own stable
     branch, is trusted for its own tags: that is how forks publish their nightlies.)"""
-    from ghbuild import overrides
+    from ghbuild.config import overrides
 
     (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
     env = overrides.parse("trust.canonical-repository=org/project\nGHBUILD_TRUST_STABLE_BRANCH=feature\n"
@@ -372,7 +374,8 @@ def test_release_records_come_only_from_a_successful_push_run_of_the_stable_bran
     failed run of the same workflow never supply the records, even when they carry the artifact."""
     from fakes import github as github_fake
 
-    from ghbuild import errors, records
+    from ghbuild import errors
+    from ghbuild.publish import records
 
     sha = "a" * 40
     good = json.dumps({"cpu-amd64": {"digest": "sha256:" + "1" * 64, "trusted": True}}).encode()
@@ -400,7 +403,8 @@ def test_release_records_are_refused_from_a_tag_named_like_the_branch_or_a_commi
     from the tag's commit (the tag pusher's own): neither its commit nor its run may supply release records."""
     from fakes import github as github_fake
 
-    from ghbuild import errors, records
+    from ghbuild import errors
+    from ghbuild.publish import records
 
     on_main, off_main = "a" * 40, "c" * 40
     forged = json.dumps({"cpu-amd64": {"digest": "sha256:" + "6" * 64}}).encode()
@@ -423,7 +427,8 @@ def test_a_newer_run_of_a_deleted_tag_named_like_the_branch_neither_blocks_nor_s
     then deleted: the newest matching run is the tag's. It is passed over; the branch's own run supplies."""
     from fakes import github as github_fake
 
-    from ghbuild import errors, records
+    from ghbuild import errors
+    from ghbuild.publish import records
 
     sha = "a" * 40
     trusted = json.dumps({"cpu-amd64": {"digest": "sha256:" + "1" * 64, "trusted": True}}).encode()
@@ -450,13 +455,15 @@ def test_a_newer_run_of_a_deleted_tag_named_like_the_branch_neither_blocks_nor_s
 def test_a_release_version_that_makes_no_valid_tag_is_refused_before_any_write(project, version):
     """PEP 440 allows what a tag cannot hold (an epoch's `!`, 128 characters): every final tag is checked when the
     release is planned, before the first image is copied, not when its tag is pushed."""
-    from ghbuild import config, errors, publish
+    from ghbuild import errors
+    from ghbuild.config import configfile
+    from ghbuild.publish import promote
 
     (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
-    options = config.load(str(project / "ghbuild.toml"), env={}, cwd=project)
-    parsed = publish.parse_version(version)
+    options = configfile.load(str(project / "ghbuild.toml"), env={}, cwd=project)
+    parsed = promote.parse_version(version)
     with pytest.raises(errors.PublishError, match=r"--version: .* makes the tag '.*', which a registry refuses"):
-        publish.release_plan(options, "app", SHA, "org", parsed, [])
+        promote.release_plan(options, "app", SHA, "org", parsed, [])
 
 
 def _actions_push(project: Path, ref: str, **extra: str) -> dict[str, str]:

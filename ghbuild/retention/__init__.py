@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ghbuild import naming
-from ghbuild.credentials import GHCR_HOST
+from ghbuild.registry.credentials import GHCR_HOST
 from ghbuild.errors import ConfigError, PruneAbort, PruneError
 from ghbuild.retention.backend import Backend, Deletion
 from ghbuild.retention.plan import listing_changes, nightly_pattern, plan_digests, plan_prune
@@ -41,7 +41,7 @@ def _stderr(message: str) -> None:
 
 def resolve_repository(options, image: str, owner: str | None, env: Mapping[str, str]) -> str:
     """The publish repository of `image` (registries.publish or the image's own), `{owner}` filled in."""
-    from ghbuild.config import expand_repository
+    from ghbuild.config.configfile import expand_repository
 
     if image not in options.images:
         raise ConfigError(f"--image {image}: no such image (known: {', '.join(options.images)})")
@@ -64,7 +64,7 @@ def run(options, image: str, keep: int | None = None, apply: bool = False,
     The backend follows the repository's host: Docker Hub (DOCKERHUB_USERNAME, DOCKERHUB_TOKEN; `hub_api`
     or GHBUILD_DOCKERHUB_API), GHCR (GITHUB_TOKEN; `github_api` or GITHUB_API_URL; index manifests read
     through `registry_factory(host)`), else the plain registry API (`registry_factory`, default
-    ghbuild.registry.client_factory(env, log)). `pace`: seconds between deletes (default: the backend's).
+    ghbuild.registry.client.client_factory(env, log)). `pace`: seconds between deletes (default: the backend's).
     Raises PruneError (missing or refused credentials, incomplete listing) before anything is deleted;
     failed deletes are in the result's `errors` (`ok` False).
     """
@@ -92,7 +92,7 @@ def run(options, image: str, keep: int | None = None, apply: bool = False,
         from ghbuild.retention.oci import OciBackend
 
         if registry_factory is None:
-            from ghbuild.registry import client_factory
+            from ghbuild.registry.client import client_factory
 
             registry_factory = client_factory(env, log)
         api = None

@@ -1,4 +1,4 @@
-"""What the Docker Hub and GitHub API clients share: the bounded retries of ghbuild.http_retry with the
+"""What the Docker Hub and GitHub API clients share: the bounded retries of ghbuild.http.retry with the
 retention errors (network failures: PruneError; a rate limit that outlasts the attempts: PruneAbort),
 secrets scrubbed from messages, pagination bounds and the default pace between deletes."""
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ghbuild.errors import PruneAbort, PruneError
-from ghbuild.http_retry import RetryingClient
+from ghbuild.http.retry import RetryingClient
 
 
 class ApiClient(RetryingClient):

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ghbuild.credentials import GHCR_HOST, ghcr_credentials
+from ghbuild.registry.credentials import GHCR_HOST, ghcr_credentials
 from ghbuild.errors import PruneAbort, PruneError
-from ghbuild.http_retry import retry_after_seconds
+from ghbuild.http.retry import retry_after_seconds
 from ghbuild.retention.api import ApiClient, same_origin
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
@@ -25,7 +25,7 @@ class GhcrClient(ApiClient):
     """Container package versions through the GitHub REST API; index children read from the registry.
 
     owner_type: "orgs" or "users" (or "user": the token's own packages); None tries /orgs/ and falls back
-    to /users/ on 404. `registry` (a ghbuild.registry.Registry or anything with `get_manifest(repo, ref)`)
+    to /users/ on 404. `registry` (a ghbuild.registry.client.Registry or anything with `get_manifest(repo, ref)`)
     and `registry_repo` are where index manifests are read (default: ghcr.io/<owner>/<package> with the
     same token). Deletes are paced (`pace`, GitHub asks for a second between writes); 403/429 with
     Retry-After or an exhausted x-ratelimit-remaining are waited out (bounded).
@@ -135,11 +135,11 @@ class GhcrClient(ApiClient):
             return self._children[digest]
         reg = self.registry
         if reg is None:
-            from ghbuild import registry as registry_mod
+            from ghbuild.registry import client as registry_mod
 
             reg = self.registry = registry_mod.Registry(
                 GHCR_HOST, ghcr_credentials(self.actor or "", self._token), log=self.log, sleep=self.sleep)
-        from ghbuild import registry as registry_mod
+        from ghbuild.registry import client as registry_mod
 
         try:
             manifest = reg.get_manifest(self.registry_repo, digest)

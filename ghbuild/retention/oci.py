@@ -1,5 +1,5 @@
 """Plain registry backend (a local hub, a self-hosted distribution...): the OCI distribution API through
-ghbuild.registry.Registry.
+ghbuild.registry.client.Registry.
 
 A plain registry cannot delete a single tag (only a manifest by digest, which removes every tag on it) and
 keeps no push time, so the image config's `created` field is the time (an index: its newest child), a

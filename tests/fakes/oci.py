@@ -2,7 +2,7 @@
 ghbuild wrote to a registry, and the tool that puts test images there.
 
 Independent of ghbuild on purpose (standard library only, no auth, plain HTTP on loopback): a registry
-result is checked with code that shares nothing with ghbuild.registry, the code under test. One keep-alive
+result is checked with code that shares nothing with ghbuild.registry.client, the code under test. One keep-alive
 connection per thread. Used by the fakes (tests/fakes/dockerhub.py and github.py read their backing
 registry through it), the registry and engine tests, and bench/publish_copy.py.
 

@@ -7,7 +7,7 @@ through tests/fakes/faultproxy.py (GHBUILD_REGISTRIES_PUBLISH = `127.0.0.1:<prox
 staging images through a second proxy (503 on a lookup and a config read, resets mid-config and mid-layer).
 The hub is then checked directly (not through the proxy) through its HTTP API.
 
-What the code promises (ghbuild/publish.py, README "Errors and exit codes"), and what is asserted:
+What the code promises (ghbuild/publish/promote.py, README "Errors and exit codes"), and what is asserted:
 - transient faults (429, 5xx, a reset connection) are retried (4 attempts, 2 s apart, Retry-After wins) and
   the publish completes;
 - a failure while copying (before any tag moves) is a registry error, exit 12, one line, and no tag moved;
@@ -36,7 +36,7 @@ from .test_70_publish_nightly import INDEX_TYPES, _push_stage, records_json
 
 
 ARCH_TAGS = {"amd64": "nightly-x86_64", "arm64": "nightly-arm64"}
-ATTEMPTS, DELAY = 4, 2.0          # ghbuild.registry.Registry defaults, used by `publish nightly`
+ATTEMPTS, DELAY = 4, 2.0          # ghbuild.registry.client.Registry defaults, used by `publish nightly`
 RECORDED: dict[str, dict[str, str]] = {}   # sha -> {arch: digest}: what each commit's trusted build recorded
 
 

@@ -2,7 +2,7 @@
 racing a publish, indexes of indexes, manifests missing under a kept index.
 
 Each test starts a throwaway distribution registry; staging images are pushed to `stage/<image>` with plain
-HTTP calls (no engine), and `ghbuild.publish.run` publishes to `hub/<image>` on the same registry, usually
+HTTP calls (no engine), and `ghbuild.publish.promote.run` publishes to `hub/<image>` on the same registry, usually
 through tests/fakes/faultproxy.py, which can let a request take effect and then lose its reply (reset, or a
 502 instead of the registry's answer). Afterwards the registry itself is read directly, not through the proxy.
 """
@@ -19,11 +19,14 @@ import pytest
 
 from fakes.faultproxy import FaultProxy
 from fakes.oci import RegistryClient, push_dated
-from ghbuild import publish, registry, retention, tag_moves
+from ghbuild import retention
+from ghbuild.publish import promote
+from ghbuild.registry import client as registry
+from ghbuild.publish import tag_moves
 from ghbuild.errors import PublishError
-from ghbuild.lease import LEASE_TAG
-from ghbuild.options import ImageOptions, Options, PublishOptions
-from ghbuild.registry import Registry
+from ghbuild.publish.lease import LEASE_TAG
+from ghbuild.config.options import ImageOptions, Options, PublishOptions
+from ghbuild.registry.client import Registry
 
 SUFFIX = {"amd64": "x86_64", "arm64": "arm64"}
 MOVING = ("nightly", "nightly-x86_64", "nightly-arm64")
@@ -82,8 +85,8 @@ def stage(reg: RegistryClient, staging_host: str, commit: str, images=("app",)) 
 
 
 def run_nightly(opts: Options, commit: str, records: dict, *, commit_time: int | None = None,
-                images=("app",), **lease) -> publish.PublishRun:
-    return publish.run(opts, "nightly", list(images), sha=commit, owner="acme", env={}, records=records,
+                images=("app",), **lease) -> promote.PublishRun:
+    return promote.run(opts, "nightly", list(images), sha=commit, owner="acme", env={}, records=records,
                        factory=factory(), commit_time=commit_time, lease_options={**FAST_LEASE, **lease})
 
 
@@ -97,7 +100,7 @@ def tags_of(reg: RegistryClient, repo: str) -> dict[str, str]:
     return out
 
 
-def published(run: publish.PublishRun, image: str = "app") -> dict[str, str]:
+def published(run: promote.PublishRun, image: str = "app") -> dict[str, str]:
     result = next(r for r in run.results if r.image == image)
     return {ref.rpartition(":")[2]: digest for ref, digest in result.tags.items()}
 
@@ -150,13 +153,13 @@ def test_release_with_the_reply_to_latest_lost_keeps_latest_on_the_previous_rele
     host = host_of(registry_url)
     first, second = sha("R1"), sha("R2")
     opts = options(host, host)
-    publish.run(opts, "release", ["app"], sha=first, owner="acme", env={}, version="1.0.0", github_release=False,
+    promote.run(opts, "release", ["app"], sha=first, owner="acme", env={}, version="1.0.0", github_release=False,
                 records=stage(reg, host, first), factory=factory(), lease_options=FAST_LEASE)
     before = tags_of(reg, "hub/app")
     proxy.lose_reply("PUT", r"/hub/app/manifests/latest$", status=502, count=None)
 
     with pytest.raises(PublishError, match=r"restored latest"):
-        publish.run(options(host, proxy.host), "release", ["app"], sha=second, owner="acme", env={}, version="1.1.0",
+        promote.run(options(host, proxy.host), "release", ["app"], sha=second, owner="acme", env={}, version="1.1.0",
                     github_release=False, records=stage(reg, host, second), factory=factory(),
                     lease_options=FAST_LEASE)
 
@@ -172,12 +175,12 @@ def test_release_with_the_reply_to_latest_lost_keeps_latest_on_the_previous_rele
 def test_a_release_tag_is_never_moved_to_other_content(reg, registry_url):
     host = host_of(registry_url)
     opts = options(host, host)
-    first = publish.run(opts, "release", ["app"], sha=sha("R1"), owner="acme", env={}, version="1.0.0",
+    first = promote.run(opts, "release", ["app"], sha=sha("R1"), owner="acme", env={}, version="1.0.0",
                         github_release=False, records=stage(reg, host, sha("R1")), factory=factory(),
                         lease_options=FAST_LEASE)
     clashing = stage(reg, host, sha("R9"))
     with pytest.raises(PublishError, match=r"release tags exist already with other content.*v1\.0\.0"):
-        publish.run(opts, "release", ["app"], sha=sha("R9"), owner="acme", env={}, version="1.0.0",
+        promote.run(opts, "release", ["app"], sha=sha("R9"), owner="acme", env={}, version="1.0.0",
                     github_release=False, records=clashing, factory=factory(), lease_options=FAST_LEASE)
     assert tags_of(reg, "hub/app") == published(first)
     # Refused before the copies: not even the clashing release's per-arch images reached the hub.
@@ -254,7 +257,7 @@ def test_two_concurrent_nightlies_leave_every_moving_tag_on_the_newer_commit(reg
         t.start()
     for t in threads:
         t.join(120)
-    assert all(isinstance(o, publish.PublishRun) for o in outcomes.values()), outcomes
+    assert all(isinstance(o, promote.PublishRun) for o in outcomes.values()), outcomes
 
     now = tags_of(reg, "hub/app")
     winner = published(outcomes[newer])
@@ -274,7 +277,7 @@ def test_an_older_commit_published_after_a_newer_one_leaves_the_moving_tags(reg,
     before = tags_of(reg, "hub/app")
     warnings: list[str] = []
 
-    late = publish.run(options(host, host), "nightly", ["app"], sha=older, owner="acme", env={},
+    late = promote.run(options(host, host), "nightly", ["app"], sha=older, owner="acme", env={},
                        records=stage(reg, host, older), factory=factory(), commit_time=6000,
                        lease_options=FAST_LEASE, warn=warnings.append)
 
@@ -295,7 +298,7 @@ def test_a_commit_dated_far_in_the_future_does_not_freeze_the_moving_tags(reg, r
     run_nightly(options(host, host), future, stage(reg, host, future), commit_time=int(time.time()) + 400 * 86400)
     warnings: list[str] = []
 
-    run = publish.run(options(host, host), "nightly", ["app"], sha=today, owner="acme", env={},
+    run = promote.run(options(host, host), "nightly", ["app"], sha=today, owner="acme", env={},
                       records=stage(reg, host, today), factory=factory(), commit_time=int(time.time()),
                       lease_options=FAST_LEASE, warn=warnings.append)
 
@@ -306,7 +309,7 @@ def test_a_commit_dated_far_in_the_future_does_not_freeze_the_moving_tags(reg, r
 
 def test_a_held_lease_makes_the_other_publish_wait_then_fail_without_moving_anything(reg, registry_url,
                                                                                       old_nightly):
-    from ghbuild.lease import Lease
+    from ghbuild.publish.lease import Lease
 
     host = host_of(registry_url)
     holder = Lease(Registry(host, log=lambda m: None), "hub/app", "hub/app", "a stuck run", **FAST_LEASE)

@@ -1,4 +1,4 @@
-"""ghbuild.registry against a real, throwaway distribution registry, with faults from tests/fakes/faultproxy.py.
+"""ghbuild.registry.client against a real, throwaway distribution registry, with faults from tests/fakes/faultproxy.py.
 
 No Docker engine: `docker-registry` (distribution 2.8) runs on a free loopback port with its storage in a
 temporary folder, test images are pushed with tests/fakes/oci.py's RegistryClient, and the fault proxy
@@ -22,8 +22,8 @@ import pytest
 from fakes.oci import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
 from fakes.faultproxy import FaultProxy
 from fakes.httpserver import free_port
-from ghbuild import registry
-from ghbuild.registry import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
+from ghbuild.registry import client as registry
+from ghbuild.registry.client import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
 
 # --------------------------------------------------------------------------- the registry and the proxy
 
@@ -469,7 +469,7 @@ def test_read_blob_reset_mid_body_is_a_transient_registry_error(reg, proxy):
 
 def test_long_blob_copies_report_progress():
     """A blob that streams for longer than a moment says how far it is (bytes of total), at most once per period."""
-    from ghbuild import registry as reg_mod
+    from ghbuild.registry import client as reg_mod
 
     lines: list[str] = []
     desc = reg_mod.Descriptor("application/octet-stream", "sha256:" + "a" * 64, 3_000_000)

@@ -16,8 +16,8 @@ from fakes.httpserver import LoopbackService, reply, reply_json
 from fakes.oci import RegistryClient
 from fakes.registry_server import running_registry
 
-from ghbuild import registry
-from ghbuild.registry import AuthError, Credentials, Registry
+from ghbuild.registry import client as registry
+from ghbuild.registry.client import AuthError, Credentials, Registry
 
 USER, PASSWORD = "robot", "s3cret-token-value"
 

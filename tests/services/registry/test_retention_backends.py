@@ -21,9 +21,9 @@ from fakes.dockerhub import RegistryClient
 from fakes.oci import push_dated
 from ghbuild import retention
 from ghbuild.errors import PruneAbort, PruneError
-from ghbuild.options import ImageOptions, Options, PublishOptions
+from ghbuild.config.options import ImageOptions, Options, PublishOptions
 from ghbuild.retention.dockerhub import DockerHubClient
-from ghbuild.registry import Registry
+from ghbuild.registry.client import Registry
 
 HUB_USER, HUB_SECRET = "ghbuild", "dckr_pat_test-secret-0123456789"
 GH_TOKEN = "ghs_test-token-0123456789"

@@ -580,6 +580,6 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 
 def session_for(target: str, env: Mapping[str, str] | None = None) -> Session:
     """A Session for `target` (a host or URL) that never sends loopback traffic through a proxy."""
-    from ghbuild.http_retry import is_loopback
+    from ghbuild.http.retry import is_loopback
 
     return Session(trust_env=not is_loopback(target), env=env)

@@ -1,6 +1,6 @@
 """Publishing: nightly and release tags and multi-arch manifests, from the per-commit staging images.
 
-Registry to registry (ghbuild.registry): only the blobs the target lacks move, nothing passes through
+Registry to registry (ghbuild.registry.client): only the blobs the target lacks move, nothing passes through
 a Docker engine, and a manifest list needs no blobs at all. Every image of one run is published as a
 unit, in phases:
 
@@ -9,8 +9,8 @@ unit, in phases:
 2. copy each image to the publish repository by digest (no tag moves yet: the slow, failure-prone
    part);
 3. push each multi-arch index by digest;
-4. move the tags, all images together, under the publish repositories' leases (ghbuild.lease): new
-   immutable tags first, moving per-arch tags next, moving index tags last (ghbuild.tag_moves). A
+4. move the tags, all images together, under the publish repositories' leases (ghbuild.publish.lease): new
+   immutable tags first, moving per-arch tags next, moving index tags last (ghbuild.publish.tag_moves). A
    failure puts back every tag that holds this run's digest, comparing before restoring.
 
 A rerun of the same commit finds everything in place and moves nothing.
@@ -25,15 +25,17 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ghbuild import naming
-# ghbuild.registry (with requests and urllib3), ghbuild.lease and ghbuild.tag_moves are imported by the
+# ghbuild.registry.client (with requests and urllib3), ghbuild.publish.lease and ghbuild.publish.tag_moves are imported by the
 # functions that talk to a registry: a publish refused before its first request (no build records, a pull
 # request, a bad version) does not pay for them.
-from ghbuild.config import expand_repository
+from ghbuild.config.configfile import expand_repository
 from ghbuild.errors import ConfigError, PublishError, UsageError
-from ghbuild.options import Options
+from ghbuild.config.options import Options
 
 if TYPE_CHECKING:   # annotations only
-    from ghbuild import lease, registry, tag_moves
+    from ghbuild.publish import lease
+    from ghbuild.registry import client as registry
+    from ghbuild.publish import tag_moves
 
 UNAME_ARCH = {"amd64": "amd64", "arm64": "arm64"}
 
@@ -247,7 +249,7 @@ def _per_arch(fn: Callable[[ArchSource, registry.Registry], Any], sources: tuple
 def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool,
              log: Callable[[str], None]) -> _Prepared:
     """Step 1, reads only: every arch present and what it claims to be; the copy and index actions."""
-    from ghbuild import registry
+    from ghbuild.registry import client as registry
 
     result = PublishResult(image=plan.image, dry_run=dry_run)
     s_host, s_repo = naming.split_repository(plan.staging)
@@ -297,7 +299,7 @@ def _transfer(prep: _Prepared, stats: registry.CopyStats, log: Callable[[str], N
 
 
 def _tag_moves(prep: _Prepared) -> list[tag_moves.TagMove]:
-    from ghbuild import tag_moves
+    from ghbuild.publish import tag_moves
 
     plan, moves = prep.plan, []
     for source in plan.sources:
@@ -329,13 +331,14 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
                 warn: Callable[[str], None] = lambda m: None, **lease_options: Any) -> list[PublishResult]:
     """Publish every plan as one unit: all images checked, then all copied, then one tag phase for all.
 
-    The tag phase (ghbuild.tag_moves) runs under each publish repository's lease (ghbuild.lease), taken
+    The tag phase (ghbuild.publish.tag_moves) runs under each publish repository's lease (ghbuild.publish.lease), taken
     only when a tag has to move. A nightly whose commit is older than the one the moving tags last went
     to (`commit_time`, Unix seconds, against the lease's record) creates its own immutable tags and
     leaves the moving ones alone. `commit_time` may be a function that finds it: it is called only when a
     tag has to move (a republish never asks git).
     """
-    from ghbuild import registry, tag_moves
+    from ghbuild.registry import client as registry
+    from ghbuild.publish import tag_moves
 
     prepared = [_prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
     stats = {id(p): registry.CopyStats() for p in prepared}
@@ -382,7 +385,8 @@ def _locked_tag_phase(moves: list[tag_moves.TagMove], kind: str, sha: str, commi
                       ) -> tuple[list[tag_moves.TagMove], tag_moves.TagPhase]:
     """The tag phase under the lease of every publish repository involved (taken in name order, so two
     runs never wait for each other crosswise); the tags are read again once the leases are held."""
-    from ghbuild import lease, tag_moves
+    from ghbuild.publish import lease
+    from ghbuild.publish import tag_moves
 
     leases: list[lease.Lease] = []
     holder = f"{kind} of {sha}"
@@ -443,7 +447,7 @@ def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_
     """Copy the per-arch images at the same time: one arch's upload overlaps the other's. The target is asked
     first which it already holds (unless a tag there holds it: `tagged`): those take no thread, no connection
     of their own and no second request (a republish finds every one there)."""
-    from ghbuild import registry
+    from ghbuild.registry import client as registry
 
     missing = []
     for manifest in manifests:
@@ -576,7 +580,7 @@ def create_github_release(env: Mapping[str, str], version, sha: str, body: str, 
 
 def refuse_pull_requests(env: Mapping[str, str]) -> None:
     """Publishing is for trusted schedule, push and workflow_dispatch runs, never a pull request's."""
-    from ghbuild.context import PR_EVENTS
+    from ghbuild.github.context import PR_EVENTS
     from ghbuild.errors import TrustError
 
     event = env.get("GITHUB_EVENT_NAME")
@@ -698,7 +702,7 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     `source_url` (the canonical repository's URL) is what every image's source label must name, with
     `sha` as its revision. Every image is checked and copied before any tag moves, and the tags of all
     of them move in one phase (`execute_all`); `commit_time` (Unix seconds of `sha`) keeps an older
-    commit's nightly from moving tags a newer one holds; `lease_options` tune ghbuild.lease.Lease. Without records only a dry run proceeds (it reads the staging tags).
+    commit's nightly from moving tags a newer one holds; `lease_options` tune ghbuild.publish.lease.Lease. Without records only a dry run proceeds (it reads the staging tags).
     `log` takes progress lines, `say` the per-image report and the GitHub release line, `warn` what a
     workflow should show as a warning; `group` (a context manager factory) folds each image's log.
     """
@@ -719,7 +723,7 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
         raise UsageError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
                          "(or pass --no-github-release)")
     if factory is None:
-        from ghbuild import registry
+        from ghbuild.registry import client as registry
 
         factory = registry.client_factory(env, log)
     if kind == "release":

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from ghbuild import registry
+from ghbuild.registry import client as registry
 from ghbuild.errors import PublishError, RegistryError
 
 LEASE_TAG = "ghbuild-publish-lease"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import NamedTuple
 
-from ghbuild import registry
+from ghbuild.registry import client as registry
 from ghbuild.errors import PublishError, RegistryError
 
 # ranks, in push order

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ghbuild import config
+from ghbuild.config import configfile
 from ghbuild.errors import ConfigError
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -32,10 +32,10 @@ def parse(text: str, where: str = "overrides") -> dict[str, str]:
         if not sep or not _KEY.match(key):
             raise ConfigError(f"{where} line {number}: expected KEY=VALUE (KEY a config key such as "
                               f"sccache.bucket, or its GHBUILD_* variable), got {key[:60]!r}")
-        if key.upper().startswith(config.ENV_PREFIX):
+        if key.upper().startswith(configfile.ENV_PREFIX):
             var = key.upper()
         else:
-            var = config.ENV_PREFIX + "_".join(config._env_segment(part) for part in key.split("."))
+            var = configfile.ENV_PREFIX + "_".join(configfile._env_segment(part) for part in key.split("."))
         result[var] = value.strip()
     return result
 
@@ -43,12 +43,12 @@ def parse(text: str, where: str = "overrides") -> dict[str, str]:
 def validate(variables: Mapping[str, str], explicit_config: str | None, env: Mapping[str, str], cwd: Path,
              where: str = "overrides") -> None:
     """Refuse a variable that sets no key of this config, then load the config with them all."""
-    path, raw = config.find_config(explicit_config, env, cwd)
+    path, raw = configfile.find_config(explicit_config, env, cwd)
     images = raw.get("images")
-    mapping = config.env_mapping(list(images) if isinstance(images, dict) else [])
+    mapping = configfile.env_mapping(list(images) if isinstance(images, dict) else [])
     for var in variables:
         if var not in mapping:
             hint = difflib.get_close_matches(var, list(mapping), n=1)
             raise ConfigError(f"{where}: {var}: no such setting in {path.name}"
                               + (f" (did you mean {hint[0]}?)" if hint else ""))
-    config.from_data(raw, path, {**env, **variables})
+    configfile.from_data(raw, path, {**env, **variables})

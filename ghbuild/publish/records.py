@@ -198,7 +198,7 @@ def _download(url: str, token: str, run_id: int) -> dict[str, dict[str, Any]]:
     import requests
 
     from ghbuild.errors import PublishError
-    from ghbuild.http_retry import new_session
+    from ghbuild.http.retry import new_session
 
     # The API answers with a redirect to blob storage; requests drops the Authorization header on the way.
     try:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ghbuild.credentials import docker_config_file, read_docker_config
+from ghbuild.registry.credentials import docker_config_file, read_docker_config
 from ghbuild.errors import ConfigError, EngineError, require
 
 # The builder ghbuild creates on GitHub-hosted runners (docker/setup-buildx-action's kind), one per trust level.
@@ -384,7 +384,7 @@ def choose_builder(setting: str | None, trusted: bool, env: Mapping[str, str]) -
     own builder (the current docker context; act and local use: gha.runner_kind)."""
     import secrets
 
-    from ghbuild.gha import runner_kind
+    from ghbuild.github.gha import runner_kind
 
     runner = runner_kind(env)
     suffix = "" if trusted else "-untrusted"

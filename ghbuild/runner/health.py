@@ -16,7 +16,7 @@ Checks, each a `Check` with one line saying what is wrong and how to fix it:
 
 Pure logic behind small edges, so tests drive it with real processes and a fake filesystem: a
 `Host` carries the filesystem root, the environment, the docker CLI and the `run(argv, timeout)`
-callable (ghbuild.bounded.run by default).
+callable (ghbuild.runner.bounded.run by default).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ghbuild import bounded
+from ghbuild.runner import bounded
 from ghbuild.errors import RunnerCheckError
 from ghbuild.markdown import md
-from ghbuild.options import format_size, parse_size
+from ghbuild.config.options import format_size, parse_size
 
 # Containers started with container_flags() carry this label; leftovers with it are removed by --clean.
 CONTAINER_LABEL = "org.ghbuild.runner"

@@ -1,6 +1,6 @@
 """The registry layer: OCI distribution protocol over HTTP, for publishing and base-image lookups.
 
-Library choice: ghbuild.http_session for HTTP (http.client and ssl: TLS and CA bundles, proxies, kept-alive
+Library choice: ghbuild.http.session for HTTP (http.client and ssl: TLS and CA bundles, proxies, kept-alive
 connections, streamed bodies, timeouts, dropping Authorization on cross-host redirects to blob storage; it
 replaced `requests`, whose import cost more than a whole republish's requests) plus this small client for the
 distribution protocol and its token auth. No registry library fitted (measured, see docs/registry.md):
@@ -29,10 +29,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
-from ghbuild import __version__, http_session
-from ghbuild.credentials import Credentials
+from ghbuild import __version__
+from ghbuild.http import session as http_session
+from ghbuild.registry.credentials import Credentials
 from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
-from ghbuild.http_retry import is_loopback, retry_after_seconds
+from ghbuild.http.retry import is_loopback, retry_after_seconds
 from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
 
 # --------------------------------------------------------------------------- media types
@@ -815,8 +816,8 @@ RegistryFactory = Callable[[str], Registry]
 
 
 def client_factory(env: Mapping[str, str], log: Callable[[str], None]) -> RegistryFactory:
-    """host -> one Registry client per host, with the credentials CI put in place (ghbuild.credentials)."""
-    from ghbuild import credentials
+    """host -> one Registry client per host, with the credentials CI put in place (ghbuild.registry.credentials)."""
+    from ghbuild.registry import credentials
 
     cache: dict[str, Registry] = {}
 

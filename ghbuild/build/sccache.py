@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ghbuild.credentials import Sealed
-from ghbuild.options import DEFAULT_SCCACHE_HELPER_IMAGE
+from ghbuild.registry.credentials import Sealed
+from ghbuild.config.options import DEFAULT_SCCACHE_HELPER_IMAGE
 
 BOOL_TRUE = ("true", "on", "1")
 BOOL_FALSE = ("false", "off", "0")
@@ -226,7 +226,7 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
     None when the registry confirms it missing; it raises when it cannot tell. A dry run that cannot ask the
     registry shows it as configured and says so. (None, None) for a Dockerfile without the contract.
     `ghbuild build` and the content identity of a base (ensure-base) both take it from here."""
-    from ghbuild import dockerfile as dockerfile_text
+    from ghbuild.plan import dockerfile as dockerfile_text
     from ghbuild.errors import AuthError, ConfigError, GhbuildError
 
     preamble, _ = dockerfile_text.parse(dockerfile)
@@ -245,7 +245,8 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
                               + _helper_hint(options))
         return digest
 
-    from ghbuild import helper_pin, naming
+    from ghbuild import naming
+    from ghbuild.build import helper_pin
 
     pin = helper_pin.read()
     note = None

@@ -1,5 +1,5 @@
 """The default sccache helper's pin: ghbuild/resources/sccache-helper.json, read by sccache.helper_image and
-written by ghbuild's release (`python -m ghbuild.helper_pin IMAGE@sha256:DIGEST`, after sccache-helper.yml
+written by ghbuild's release (`python -m ghbuild.build.helper_pin IMAGE@sha256:DIGEST`, after sccache-helper.yml
 published the image), so that what a trusted build mounts beside the S3 write key is fixed by the ghbuild
 commit a caller pins, never by where a tag points that day."""
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-PIN_FILE = Path(__file__).resolve().parent / "resources" / "sccache-helper.json"
+PIN_FILE = Path(__file__).resolve().parents[1] / "resources" / "sccache-helper.json"
 
 
 class HelperPin(NamedTuple):
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     from ghbuild.errors import GhbuildError
 
     if len(argv) != 1:
-        print("usage: python -m ghbuild.helper_pin IMAGE@sha256:DIGEST", file=sys.stderr)
+        print("usage: python -m ghbuild.build.helper_pin IMAGE@sha256:DIGEST", file=sys.stderr)
         return 2
     try:
         pin = write(argv[0])

@@ -19,12 +19,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ghbuild import __version__, config, dockerfile, naming
-from ghbuild.context import _git
+from ghbuild import __version__, naming
+from ghbuild.config import configfile
+from ghbuild.plan import dockerfile
+from ghbuild.github.context import _git
 from ghbuild.errors import InvalidReferenceError, UsageError
-from ghbuild.options import DEFAULT_SCCACHE_HELPER_IMAGE
+from ghbuild.config.options import DEFAULT_SCCACHE_HELPER_IMAGE
 
-CONFIG_FILE = config.CONFIG_FILE
+CONFIG_FILE = configfile.CONFIG_FILE
 WORKFLOW_FILE = ".github/workflows/images.yml"
 DEFAULT_PLATFORMS = ("linux/amd64", "linux/arm64")
 HELPER_STAGE = "ghbuild-sccache"
@@ -271,7 +273,7 @@ def adopt(root: Path, pin: Pin, platforms: tuple[str, ...] = DEFAULT_PLATFORMS) 
     found = tuple(read_dockerfile(root, p, image_name(p, repository_name, taken), platforms) for p in paths)
     config_text = render_config(found, repository, repository_name, pin)
     # The same checks as every other command: a config init wrote must load.
-    config.from_data(tomllib.loads(config_text), root / CONFIG_FILE, {})
+    configfile.from_data(tomllib.loads(config_text), root / CONFIG_FILE, {})
     return Adoption(root, repository, found, pin, config_text, render_workflow(pin))
 
 

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ghbuild import dockerfile
+from ghbuild.plan import dockerfile
 from ghbuild.errors import ConfigError, GitError
 
 SCHEME = "ghbuild-identity/1"

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
-from ghbuild.planner import Job
+from ghbuild.plan.planner import Job
 
 class Secret(NamedTuple):
     """A BuildKit secret, mounted with `RUN --mount=type=secret,id=...`; only its file path is in argv."""

@@ -5,7 +5,7 @@ uname, docker ps/info, the GPU device nodes, id), one after another, and writes 
 command plus `index.json` and `summary.md` into out_dir. Bounds:
 
 - each command gets at most `per_command` seconds (default 5), then its whole process group is
-  killed (ghbuild.bounded);
+  killed (ghbuild.runner.bounded);
 - all of it stays within `total_budget` seconds (default 25): a command gets
   min(per_command, what is left), and commands not started when the budget is spent are recorded
   as `skipped`, not run.
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ghbuild import bounded
+from ghbuild.runner import bounded
 from ghbuild.errors import DiagnosePathError
 from ghbuild.markdown import code, md
 

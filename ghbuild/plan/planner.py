@@ -16,10 +16,10 @@ import re
 from typing import Any, NamedTuple
 
 from ghbuild import naming
-from ghbuild.config import expand_repository
-from ghbuild.context import PR_EVENTS, GitHubContext
+from ghbuild.config.configfile import expand_repository
+from ghbuild.github.context import PR_EVENTS, GitHubContext
 from ghbuild.errors import UsageError
-from ghbuild.options import PLATFORM_ARCH, ImageOptions, Options
+from ghbuild.config.options import PLATFORM_ARCH, ImageOptions, Options
 
 FALLBACK_STABLE_BRANCH = "main"
 

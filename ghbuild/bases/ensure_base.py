@@ -18,17 +18,18 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from ghbuild import identity as ident
-from ghbuild import naming, sccache
+from ghbuild.bases import identity as ident
+from ghbuild import naming
+from ghbuild.build import sccache
 from ghbuild.errors import BaseMismatchError, BaseMissingError, ConfigError, TrustError
-from ghbuild.options import Options
-from ghbuild.planner import Job, Plan, base_refs
+from ghbuild.config.options import Options
+from ghbuild.plan.planner import Job, Plan, base_refs
 
 LABEL_IDENTITY = "org.ghbuild.identity"
 LABEL_VERSION = "org.ghbuild.identity.version"
 LABEL_PLATFORM = "org.ghbuild.identity.platform"
 
-RegistryFactory = Callable[[str], Any]   # host -> ghbuild.registry.Registry
+RegistryFactory = Callable[[str], Any]   # host -> ghbuild.registry.client.Registry
 
 
 class EnsureResult(SimpleNamespace):
@@ -179,7 +180,7 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
         log(f"ensure-base: would build {image}/{arch} and push {refs.write}")
         return result
 
-    from ghbuild import build
+    from ghbuild.build import buildjob
 
     resolved_base = base_image or options.images[image].base_image or options.build.base_image
     if resolved_base and not naming.is_digest_ref(resolved_base) and resolved_base in identity.bases:
@@ -187,15 +188,15 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
         resolved_base = naming.pinned(resolved_base, identity.bases[resolved_base])
     # The sccache helper the identity hashed (the lookup remembers its digest), not a newer one.
     helper, _ = sccache.helper_image(options, options.project_dir / options.images[image].dockerfile, lookup)
-    request = build.BuildRequest(image=image, arch=arch, push=True, base_image=resolved_base, echo=echo,
+    request = buildjob.BuildRequest(image=image, arch=arch, push=True, base_image=resolved_base, echo=echo,
                                  tags=(refs.write,), labels=labels_for(identity), helper_image=helper)
-    report = build.run(plan, options, request, env)
+    report = buildjob.run(plan, options, request, env)
     result.build_report = report.to_dict()
-    build.outputs(report)
+    buildjob.outputs(report)
     from ghbuild import render
 
     log(render.build_text(report))
-    build.check_budgets(report)
+    buildjob.check_budgets(report)
     host, repo, tag = naming.split_reference(refs.write)
     reg = factory(host)
     desc = reg.resolve(repo, tag)

@@ -21,10 +21,16 @@ from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
 from typing import Any, NamedTuple
 
-from ghbuild import buildcmd, buildlog, docker_client, dockerfile, gha, naming, sccache
+from ghbuild import naming
+from ghbuild.build import buildcmd
+from ghbuild.build import buildlog
+from ghbuild.build import engine
+from ghbuild.plan import dockerfile
+from ghbuild.github import gha
+from ghbuild.build import sccache
 from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
-from ghbuild.options import ImageOptions, Options
-from ghbuild.planner import Job, Plan
+from ghbuild.config.options import ImageOptions, Options
+from ghbuild.plan.planner import Job, Plan
 
 
 class BuildRequest(NamedTuple):
@@ -151,9 +157,9 @@ class BuildContext(NamedTuple):
 
 def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str],
         registries: Callable[[str], Any] | None = None,
-        probe: docker_client.ClientProbe | None = None) -> BuildReport:
+        probe: engine.ClientProbe | None = None) -> BuildReport:
     """Build one plan job: checks first, then the command, the build, the push, the stats and the audit.
-    `registries`: host -> ghbuild.registry.Registry, for pinning the sccache helper (default: a client per
+    `registries`: host -> ghbuild.registry.client.Registry, for pinning the sccache helper (default: a client per
     host with the credentials in `env`); `probe`: the docker clients' answers, if the caller asked early."""
     job = _job(plan, request)
     image = options.images[job.image]
@@ -303,34 +309,34 @@ def _credentials_refusal(plan: Plan) -> str | None:
 
 
 def _client(env: Mapping[str, str], request: BuildRequest,
-            probe: docker_client.ClientProbe | None = None) -> docker_client.DockerClient:
+            probe: engine.ClientProbe | None = None) -> engine.DockerClient:
     """The docker client; a dry run prints the command even where no engine answers."""
     try:
-        return (probe or docker_client.ClientProbe(env, engine=not request.dry_run)).client(request.backend)
+        return (probe or engine.ClientProbe(env, engine=not request.dry_run)).client(request.backend)
     except EngineError:
         if not request.dry_run:
             raise
-        return docker_client.DockerClient(env.get("GHBUILD_DOCKER_CLI") or "docker", "unknown", buildx=True)
+        return engine.DockerClient(env.get("GHBUILD_DOCKER_CLI") or "docker", "unknown", buildx=True)
 
 
-def _builder(client: docker_client.DockerClient, options: Options, trusted: bool, env: Mapping[str, str],
-             dry_run: bool) -> tuple[docker_client.Builder, str | None]:
+def _builder(client: engine.DockerClient, options: Options, trusted: bool, env: Mapping[str, str],
+             dry_run: bool) -> tuple[engine.Builder, str | None]:
     """The builder (docker_client.resolve_builder) and a warning when build.builder was left out. A dry run asks
     nothing: the builder it would pick, its driver as that choice implies and its BuildKit version unknown."""
-    choice = docker_client.choose_builder(options.build.builder, trusted, env)
+    choice = engine.choose_builder(options.build.builder, trusted, env)
     note = (f"build.builder = {choice.ignored!r} ignored: an untrusted build inside GitHub Actions gets a builder "
             "of its own, never a named or remote one" if choice.ignored else None)
     if not dry_run:
-        return docker_client.resolve_builder(client, options.build.builder, options.build.builder_network,
+        return engine.resolve_builder(client, options.build.builder, options.build.builder_network,
                                              trusted, env), note
     suffix = "" if trusted else "-untrusted"
     if choice.kind == "named":
-        return docker_client.Builder(choice.name or "", "unknown", ""), note
+        return engine.Builder(choice.name or "", "unknown", ""), note
     if choice.kind == "address":
-        return docker_client.Builder(docker_client.REMOTE_BUILDER + suffix, "remote", ""), note
+        return engine.Builder(engine.REMOTE_BUILDER + suffix, "remote", ""), note
     if choice.kind == "container":
-        return docker_client.Builder(choice.name or "", "docker-container", "", ephemeral=choice.ephemeral), note
-    return docker_client.Builder(env.get("DOCKER_CONTEXT") or "default", "docker", "", "containerd"), note
+        return engine.Builder(choice.name or "", "docker-container", "", ephemeral=choice.ephemeral), note
+    return engine.Builder(env.get("DOCKER_CONTEXT") or "default", "docker", "", "containerd"), note
 
 
 def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, write: bool) -> list[buildcmd.Secret]:
@@ -353,11 +359,11 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
         return request.helper_image, None
     def lookup(ref: str) -> str | None:
         # The registry layer only for a Dockerfile that declares the helper: start-up of the others.
-        from ghbuild.ensure_base import registry_lookup
+        from ghbuild.bases.ensure_base import registry_lookup
 
         nonlocal registries
         if registries is None:
-            from ghbuild import registry
+            from ghbuild.registry import client as registry
 
             registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
         return registry_lookup(registries)(ref)
@@ -365,10 +371,10 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
     return sccache.helper_image(options, options.project_dir / job.dockerfile, lookup, dry_run=request.dry_run)
 
 
-def _settings(plan: Plan, options: Options, job: Job, client: docker_client.DockerClient,
-              builder: docker_client.Builder, push: bool, helper: str | None, base_image: str | None,
+def _settings(plan: Plan, options: Options, job: Job, client: engine.DockerClient,
+              builder: engine.Builder, push: bool, helper: str | None, base_image: str | None,
               secrets: list[buildcmd.Secret], workdir: Path, env: Mapping[str, str]) -> buildcmd.BuildSettings:
-    from ghbuild import ghacache
+    from ghbuild.build import ghacache
 
     extra_args = {sccache.HELPER_BUILD_ARG: helper} if helper else {}
     if base_image:
@@ -390,7 +396,7 @@ def _build(report: BuildReport, ctx: BuildContext, command: buildcmd.BuildComman
     """Run the build; record its time, the per-stage timings from its log and the image id. Returns the log."""
     log_path = ctx.workdir / "build.log"
     with gha.group(f"build {ctx.job.id} ({ctx.settings.builder})"), gha.commands_off():
-        rc, seconds = docker_client.run_streaming(command.argv, ctx.run_env, log_path, echo=echo, redact=ctx.redact)
+        rc, seconds = engine.run_streaming(command.argv, ctx.run_env, log_path, echo=echo, redact=ctx.redact)
     log_text = log_path.read_text("utf-8", errors="replace")
     if rc != 0:
         tail = [line for line in log_text.splitlines() if line.strip()][-1:] or ["(no output)"]
@@ -420,7 +426,7 @@ def _local_image(ctx: BuildContext, iid: Path, metadata: Path, tags: tuple[str, 
     written = iid.read_text().strip() if iid.exists() else None
     if not written:
         return None
-    return docker_client.local_image_id(ctx.env, [written, str(_metadata(metadata).get("containerimage.digest") or ""),
+    return engine.local_image_id(ctx.env, [written, str(_metadata(metadata).get("containerimage.digest") or ""),
                                                   *tags]) or written
 
 
@@ -433,20 +439,20 @@ def _push_image(report: BuildReport, ctx: BuildContext, push: bool) -> None:
         report.ref = f"{ctx.job.staging_repository}@{report.digest}"
 
 
-def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: docker_client.DockerClient,
-                                   builder: docker_client.Builder, env: Mapping[str, str]) -> None:
+def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: engine.DockerClient,
+                                   builder: engine.Builder, env: Mapping[str, str]) -> None:
     """An untrusted job's own builder (self-hosted runners) is removed after the build, with its cache and its
     `RUN --mount=type=cache` contents, which no cache key covers. Elsewhere, on a persistent (self-hosted)
     runner an untrusted build's cache mounts are pruned: the next build on that builder could be a trusted one.
     Hosted runners are thrown away after the job."""
     if builder.ephemeral:
-        failure = docker_client.remove_builder(client, builder, env)
+        failure = engine.remove_builder(client, builder, env)
         report.warnings.append(f"untrusted build: its own builder {builder.name} was removed" if failure is None
                                else f"untrusted build: removing its builder {builder.name} failed: {failure}")
         return
     if plan.trust.trusted or gha.runner_kind(env) != "self-hosted":
         return
-    failure = docker_client.prune_cache_mounts(client, builder, env)
+    failure = engine.prune_cache_mounts(client, builder, env)
     report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
 
@@ -454,10 +460,10 @@ def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: docker_
 def _audit(report: BuildReport, ctx: BuildContext, stage_audits: Mapping[str, StageAudit]) -> None:
     """Layer sizes per stage from the image history, and the budgets. Stages with a budget outside the
     final image's chain (compile stages) are audited from their own image (`stage_audits`)."""
-    from ghbuild import audit   # after a build only: a dry run's start-up does without it
+    from ghbuild.build import audit   # after a build only: a dry run's start-up does without it
 
     chain = dockerfile.chain(ctx.job.target, ctx.stages)
-    layers, exact = audit.attribute(docker_client.image_history(ctx.env, report.image_id), chain)
+    layers, exact = audit.attribute(engine.image_history(ctx.env, report.image_id), chain)
     if not exact:
         report.warnings.append("layer audit: history does not match the Dockerfile's stages; "
                                "layers are attributed to the target stage")
@@ -488,7 +494,7 @@ class StageAudit:
         self.metadata = ctx.workdir / f"metadata-{stage_name}.json"
         sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=self.metadata,
                                                                     iidfile=self.iid_file, uncompressed=uncompressed))
-        self.process = docker_client.StreamingProcess(sub.argv, {**ctx.run_env, **sub.env},
+        self.process = engine.StreamingProcess(sub.argv, {**ctx.run_env, **sub.env},
                                                       ctx.workdir / f"audit-{stage_name}.log", redact=ctx.redact)
 
     def stop(self) -> None:
@@ -496,13 +502,13 @@ class StageAudit:
 
     def size(self, ctx: BuildContext) -> int | None:
         """The stage's own layers' bytes, once its build ended; None when that build failed."""
-        from ghbuild import audit
+        from ghbuild.build import audit
 
         rc, _ = self.process.wait()
         image_id = _local_image(ctx, self.iid_file, self.metadata) if rc == 0 else None
         if image_id is None:
             return None
-        history = docker_client.image_history(ctx.env, image_id)
+        history = engine.image_history(ctx.env, image_id)
         layers, _ = audit.attribute(history, dockerfile.chain(self.stage_name, ctx.stages))
         return audit.stage_sizes(layers).get(self.stage_name, 0)
 

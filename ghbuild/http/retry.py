@@ -1,4 +1,4 @@
-"""HTTP helpers shared by the registry client (ghbuild.registry) and the retention API clients
+"""HTTP helpers shared by the registry client (ghbuild.registry.client) and the retention API clients
 (ghbuild.retention): Retry-After parsing, loopback detection, a requests.Session factory that keeps
 loopback traffic away from proxies, and the bounded retry loop of the Docker Hub and GitHub API clients.
 

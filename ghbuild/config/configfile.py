@@ -16,9 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ghbuild import naming, sccache, schema_check
+from ghbuild import naming
+from ghbuild.build import sccache
+from ghbuild.config import schema_check
 from ghbuild.errors import ConfigError, InvalidReferenceError
-from ghbuild.options import (
+from ghbuild.config.options import (
     ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, DEFAULT_SCCACHE_HELPER_IMAGE, BuildOptions, IdentityOptions, ImageOptions, Options,
     PublishOptions,
     RegistryOptions, SccacheOptions, TrustOptions, parse_size,
@@ -41,7 +43,7 @@ def schema() -> dict[str, Any]:
     """The JSON schema of the config file (also printed by `ghbuild schema`)."""
     # A file next to this module (ghbuild is never imported from a zip): importlib.resources would import
     # zipfile and its readers (~30 ms) at every start of a command that loads a config.
-    text = (Path(__file__).parent / "resources" / "ghbuild.schema.json").read_text("utf-8")
+    text = (Path(__file__).resolve().parents[1] / "resources" / "ghbuild.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
@@ -284,7 +286,7 @@ def _located(path: Path, detail: str, key: str | None = None, line: int | None =
              col: int | None = None) -> ConfigError:
     """A ConfigError carrying file, line and column: of `key` as written in `path`, or the ones given."""
     if key is not None:
-        from ghbuild import toml_position
+        from ghbuild.config import toml_position
 
         try:
             text = path.read_text("utf-8")

@@ -1,0 +1,1 @@
+"""The build stage: the buildx command, the engine and its builders, sccache, the build log and the layer audit."""

@@ -1,0 +1,1 @@
+"""HTTP for every client but PyGithub's: one session type, one retry policy."""

@@ -1,0 +1,1 @@
+"""The OCI registry client: credentials, auth, manifests, blobs and cross-repository copies."""

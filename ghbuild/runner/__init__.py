@@ -1,0 +1,1 @@
+"""Self-hosted runner care: health checks before a GPU job, bounded diagnostics after a failure."""
