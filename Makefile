@@ -17,7 +17,7 @@ UNIT_WORKERS ?= auto
 # CPU time on this machine). The __pycache__ folders are git-ignored.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 
-.PHONY: venv unit test demo bench clean infra-up infra-down infra-status lock
+.PHONY: venv unit lint test demo bench clean infra-up infra-down infra-status lock
 
 venv: $(STAMP)
 
@@ -34,6 +34,11 @@ $(STAMP): pyproject.toml
 # is marked `services` by its conftest and deselected here, so none of its fixtures runs).
 unit: venv
 	$(PYTEST) -q -m "not services" -n $(UNIT_WORKERS)
+
+# The code's own rules, with the configuration committed in pyproject.toml: ruff (lint) and mypy (types).
+lint: venv
+	$(PY) -m ruff check ghbuild tests bench infra
+	$(PY) -m mypy
 
 # Runs the unit tests, then starts the local services, runs the service tests (serially, the engine
 # tests in their file order) and stops the services again (the EXIT trap: also after a failure or an

@@ -131,8 +131,8 @@ class Tool:
 
 def sccache_secret(env: dict[str, str]) -> str:
     """The `ghbuild_sccache` secret a trusted build gets (the same preflight ghbuild runs)."""
-    from ghbuild.config import configfile
     from ghbuild.build import sccache
+    from ghbuild.config import configfile
 
     options = configfile.load(env.get("GHBUILD_CONFIG"), env=env, cwd=ROOT)
     return sccache.preflight(options.sccache, None, env).secret_text(with_credentials=True)

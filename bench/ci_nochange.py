@@ -56,8 +56,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from act import harness  # noqa: E402
 from fakes.oci import RegistryClient  # noqa: E402
-from infra import localenv  # noqa: E402
 from ruamel.yaml import YAML  # noqa: E402
+
+from infra import localenv  # noqa: E402
 
 GOAL = 15.0
 WORKFLOW = ".github/workflows/ci.yml"
@@ -226,7 +227,7 @@ def cleanup(local: dict[str, str], namespace: str, sha: str) -> None:
     for repo in (f"{namespace}/cpu", f"{namespace}/cache"):
         try:
             registry.delete_repository_manifests(repo)
-        except Exception as exc:  # noqa: BLE001 - best effort, reported
+        except Exception as exc:
             print(f"bench: cleanup of {repo}: {exc}", file=sys.stderr)
     docker = local.get("GHBUILD_DOCKER_CLI") or "docker"
     env = {**os.environ, "DOCKER_HOST": local.get("DOCKER_HOST", "")}

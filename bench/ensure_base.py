@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from ghbuild.naming import pinned  # noqa: E402
 from infra import localenv  # noqa: E402
+
 CONTEXT = ["--event", "push", "--repository", "ghbuild/ghbuild", "--ref", "main", "--default-branch", "main"]
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ghbuild.bases import identity  # noqa: E402
+from ghbuild.bases import identity
 
 
 def make_tree(root: Path, files: int, seed: int = 7) -> list[str]:

@@ -75,6 +75,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]   # the development-only infra package, tests/fakes
 
 from fakes.oci import RegistryClient, RegistryError  # noqa: E402 - the tests' registry client (setup, checks)
+
 from infra import localenv  # noqa: E402
 
 CACHE_DIR = Path(tempfile.gettempdir()) / "ghbuild-bench-publish"
@@ -839,7 +840,7 @@ class Bench:
     def cleanup(self) -> None:
         try:
             self.remove_local_images()
-        except Exception as exc:  # noqa: BLE001 - report and go on cleaning
+        except Exception as exc:
             log(f"cleanup: local images: {exc}")
         repos = [(self.hub, r) for r in dict.fromkeys(self.hub_repos + [self.seed_repo])]
         repos.append((self.staging, self.staging_repo))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sccache_rebuild import COMPILE_STAGES, ROOT, build, compile_seconds, local_env  # noqa: E402
+from sccache_rebuild import COMPILE_STAGES, ROOT, build, compile_seconds, local_env
 
 _WRAPPED = re.compile(r"/opt/ghbuild/bin/ghbuild-sccache run (\S+) -- sh -euc ' \\\n(.*?)'\n", re.S)
 _PORTS = {"cpp": 4226, "rust": 4227}

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from ghbuild import __version__, naming
 from ghbuild.config import configfile
-from ghbuild.plan import dockerfile
-from ghbuild.github.context import _git
-from ghbuild.errors import InvalidReferenceError, UsageError
 from ghbuild.config.options import DEFAULT_SCCACHE_HELPER_IMAGE
+from ghbuild.errors import InvalidReferenceError, UsageError
+from ghbuild.github.context import _git
+from ghbuild.plan import dockerfile
 
 CONFIG_FILE = configfile.CONFIG_FILE
 WORKFLOW_FILE = ".github/workflows/images.yml"

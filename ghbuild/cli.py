@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ghbuild import __version__
-from ghbuild.github import gha
 from ghbuild.errors import GhbuildError, RunnerCheckError, UsageError, help_epilog
+from ghbuild.github import gha
 
 
 class _Parser(argparse.ArgumentParser):
@@ -508,8 +508,8 @@ def _owner(args: argparse.Namespace) -> str:
 
 def _require_trusted_run(args: argparse.Namespace, options, what: str):
     """The GitHub context of a run that writes published tags or deletes them; refused unless trusted."""
-    from ghbuild.plan import planner
     from ghbuild.errors import TrustError
+    from ghbuild.plan import planner
 
     ctx = _context(args)
     refusal = planner.publishing_refusal(ctx, options)
@@ -569,9 +569,9 @@ def cmd_identity(args: argparse.Namespace) -> int:
 
 
 def cmd_ensure_base(args: argparse.Namespace) -> int:
-    from ghbuild.build import buildjob
-    from ghbuild.bases import ensure_base
     from ghbuild import render
+    from ghbuild.bases import ensure_base
+    from ghbuild.build import buildjob
 
     options, plan, arch = _load_base(args)
     result = ensure_base.ensure(plan, options, args.image, arch, os.environ, _registries(),
@@ -612,9 +612,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _build_done(args: argparse.Namespace, plan, report) -> int:
+    from ghbuild import render
     from ghbuild.build import buildjob
     from ghbuild.publish import records
-    from ghbuild import render
 
     if args.dry_run:
         print(json.dumps(report.to_dict(), indent=2) if args.json else report.command)
@@ -634,8 +634,8 @@ def _build_done(args: argparse.Namespace, plan, report) -> int:
 
 
 def cmd_digests(args: argparse.Namespace) -> int:
-    from ghbuild.publish import records
     from ghbuild import render
+    from ghbuild.publish import records
 
     digests = records.collect(Path(args.records))
     planned = records.planned_jobs(args.matrix)
@@ -769,7 +769,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    import shtab   # here only: no other command pays for the import
+    import shtab  # here only: no other command pays for the import
 
     parser = build_parser()
     _for_completion(parser, {"PATH": shtab.FILE, "FILE": shtab.FILE, "DIR": shtab.DIRECTORY})

@@ -20,7 +20,7 @@ _IN_HTML = frozenset("|`[]*_~\\")
 
 def md(value: object) -> str:
     """Plain text for a Markdown table cell or list item: one line, HTML and Markdown syntax escaped."""
-    import html   # lazy, as in code(): html.entities is read at import, and most commands write no summary
+    import html  # lazy, as in code(): html.entities is read at import, and most commands write no summary
 
     text = _MD_SPECIAL.sub(r"\\\1", html.escape(" ".join(str(value).split()), quote=False))
     return "\\" + text if text[:1] in ("#", "-", "+", ">", "=") else text

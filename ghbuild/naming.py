@@ -34,7 +34,7 @@ DOCKER_HUB_REGISTRY = "registry-1.docker.io"
 
 
 def short_hash(text: str, length: int = 12) -> str:
-    import hashlib   # lazy: loading OpenSSL costs every command's start-up, and most never hash
+    import hashlib  # lazy: loading OpenSSL costs every command's start-up, and most never hash
 
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from ghbuild.plan import planner
 from ghbuild.markdown import code, md
+from ghbuild.plan import planner
 from ghbuild.plan.planner import Plan
 
 

@@ -493,7 +493,7 @@ def ensure_base_images(arches=("amd64", "arm64")) -> dict[str, dict]:
         def worker(a: str) -> None:
             try:
                 metas[a] = make_rootfs(a, mirror, keys[a])
-            except BaseException as exc:  # noqa: BLE001 - re-raised below in the main thread
+            except BaseException as exc:
                 errors[a] = exc
 
         # Both debootstraps at once: amd64 is network/dpkg bound, arm64 is emulation bound.

@@ -240,6 +240,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("infra: interrupted", file=sys.stderr, flush=True)
         return 130
-    except Exception as exc:  # noqa: BLE001 - one line, no traceback
+    except Exception as exc:
         print(f"infra: error: [{args.command}] {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return 1

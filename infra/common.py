@@ -17,8 +17,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
 
 # The engine's own client (trixie's docker-cli 26, with the buildx plugin from docker-buildx).
 DOCKER_CLI = "/usr/bin/docker"
@@ -81,7 +81,7 @@ def step(name: str) -> Iterator[None]:
     except subprocess.TimeoutExpired as exc:
         cmd = exc.cmd if isinstance(exc.cmd, str) else " ".join(map(str, exc.cmd))
         raise InfraError(name, f"timed out after {exc.timeout:.0f} s: {cmd}") from exc
-    except Exception as exc:  # noqa: BLE001 - converted to a one-line error on purpose
+    except Exception as exc:
         raise InfraError(name, f"{type(exc).__name__}: {exc}") from exc
 
 

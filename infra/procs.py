@@ -13,8 +13,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 from .common import AbortWait, InfraError, atomic_write_json, info, last_line_of, state_dir, wait_until
 

@@ -20,8 +20,8 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .common import (
     BASE_INDEX_REPO,

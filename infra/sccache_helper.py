@@ -16,8 +16,18 @@ import tempfile
 from pathlib import Path
 
 from . import registry, rocm_standin
-from .common import BASE_INDEX_REPO, BASE_INDEX_TAG, LOOPBACK, InfraError, docker_env, http, info, logs_dir, \
-    repo_root, run
+from .common import (
+    BASE_INDEX_REPO,
+    BASE_INDEX_TAG,
+    LOOPBACK,
+    InfraError,
+    docker_env,
+    http,
+    info,
+    logs_dir,
+    repo_root,
+    run,
+)
 
 REPOSITORY = "ghbuild/ghbuild-sccache"
 TAG = "1"          # the wrapper's contract version (docker/sccache-helper/ghbuild-sccache)

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 
 from ghbuild.config import configfile
+from ghbuild.config.options import Options
 from ghbuild.github import context
 from ghbuild.plan import planner
-from ghbuild.config.options import Options
 
 EVENTS_DIR = Path(__file__).parent / "fixtures" / "events"
 

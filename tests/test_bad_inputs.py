@@ -112,7 +112,7 @@ def assert_one_line_error(project: Path, *args: str, env: dict[str, str] | None 
         result = run_in_process(project, *args, env=env)
     except SystemExit as exc:   # argparse's --help / --version only
         pytest.fail(f"exited {exc.code} without an error line")
-    except Exception as exc:   # noqa: BLE001 - the point: any other exception is a traceback for the user
+    except Exception as exc:
         pytest.fail(f"traceback: {type(exc).__name__}: {exc}")
     lines = [line for line in result.stderr.splitlines() if line.startswith("ghbuild: ")]
     assert result.returncode not in (0, 1), (result.returncode, result.stderr)   # 1: reserved for bugs

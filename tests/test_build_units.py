@@ -9,15 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from ghbuild.build import audit
-from ghbuild.build import buildcmd
-from ghbuild.build import buildlog
-from ghbuild.plan import dockerfile
 from ghbuild import render
+from ghbuild.build import audit, buildcmd, buildlog
 from ghbuild.build.buildjob import summarize_sccache
-from ghbuild.github.context import Overrides, from_environment
-from ghbuild.plan.planner import plan
 from ghbuild.build.sccache import SccacheDecision
+from ghbuild.github.context import Overrides, from_environment
+from ghbuild.plan import dockerfile
+from ghbuild.plan.planner import plan
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.build import engine
-from ghbuild.build import ghacache
+from ghbuild.build import engine, ghacache
 from ghbuild.errors import ConfigError, EngineError
 
 FAKE = r"""#!/bin/sh

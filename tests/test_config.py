@@ -10,10 +10,16 @@ from pathlib import Path
 import pytest
 
 from ghbuild.config import configfile
+from ghbuild.config.options import (
+    DEFAULT_ARCH_SUFFIXES,
+    DEFAULT_RUNNERS,
+    PublishOptions,
+    RegistryOptions,
+    SccacheOptions,
+)
+from ghbuild.errors import ConfigError
 from ghbuild.github import context
 from ghbuild.plan import planner
-from ghbuild.errors import ConfigError
-from ghbuild.config.options import DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, PublishOptions, RegistryOptions, SccacheOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import run_in_process
 
-from ghbuild.config import configfile
-from ghbuild.config import toml_position
+from ghbuild.config import configfile, toml_position
 from ghbuild.errors import ConfigError
 
 TOML = '''\

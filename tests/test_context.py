@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import BASE_REPO, FIXTURE_NAMES, FORK_REPO, FORK_REPO_ID, PR_HEAD_REF, PR_NUMBER
 
-from ghbuild.github.context import Overrides, from_environment
 from ghbuild.errors import ContextError
+from ghbuild.github.context import Overrides, from_environment
 
 SHA_MASTER = "266574110acf203503badf966df2ea24b5d732d7"
 SHA_DEV = "860c1904a1ce19322e91ac35af1ab07466440c37"

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from ghbuild.github import gha
-
 from conftest import HEREDOC
 from conftest import read_outputs as read_outputs_from
+
+from ghbuild.github import gha
 
 
 @pytest.fixture(autouse=True)

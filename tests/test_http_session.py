@@ -13,11 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fakes.httpserver import LoopbackService, reply
+
 from ghbuild.http import session as http_session
-from ghbuild.http.session import (CannotResend, ConnectionError, InvalidURL, Session, Timeout, TooManyRedirects,
-                                  UnusableSetting)
+from ghbuild.http.session import (
+    CannotResend,
+    ConnectionError,
+    InvalidURL,
+    Session,
+    Timeout,
+    TooManyRedirects,
+    UnusableSetting,
+)
 
 
 class Scripted(LoopbackService):
@@ -405,7 +412,7 @@ class RawServer:
     def _run(self, conn, index):
         try:
             self.answer(conn, index)
-        except Exception as exc:  # noqa: BLE001 - reported to the test
+        except Exception as exc:
             self.errors.append(repr(exc))
         finally:
             conn.close()
@@ -458,9 +465,9 @@ def test_an_answer_sent_before_the_upload_ended_is_returned(status):
 
 def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
     """Through the registry layer: the 401 mid-upload makes it fetch a new token for each attempt."""
+    from ghbuild.errors import TransientError
     from ghbuild.registry import client as registry
     from ghbuild.registry.credentials import Credentials
-    from ghbuild.errors import TransientError
 
     tokens, patches = [], []
 
@@ -509,9 +516,9 @@ def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
 def test_a_challenge_from_where_a_redirect_led_never_gets_the_registry_credentials():
     """The registry redirects a blob GET to storage; storage answers 401 naming a token server of its choice.
     Following that challenge would send the registry's user and password there: the 401 is an error instead."""
+    from ghbuild.errors import AuthError
     from ghbuild.registry import client as registry
     from ghbuild.registry.credentials import Credentials
-    from ghbuild.errors import AuthError
 
     token_server, storage, origin = Scripted(), Scripted(), Scripted()
     with token_server, storage, origin:
@@ -528,9 +535,9 @@ def test_a_challenge_from_where_a_redirect_led_never_gets_the_registry_credentia
 
 
 def test_an_https_registry_never_sends_its_credentials_to_an_http_token_server():
+    from ghbuild.errors import AuthError
     from ghbuild.registry import client as registry
     from ghbuild.registry.credentials import Credentials
-    from ghbuild.errors import AuthError
 
     auth = registry._Auth(Session(trust_env=False), Credentials("u", "p"), True, (5, 5), "https")
     auth.bearer = {"realm": "http://127.0.0.1:1/token"}

@@ -15,17 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import read_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import read_outputs
-
+from ghbuild.bases import identity
+from ghbuild.bases.ensure_base import compute_identity
 from ghbuild.config import configfile
 from ghbuild.github import context
-from ghbuild.bases import identity
-from ghbuild.plan import planner
-from ghbuild.bases.ensure_base import compute_identity
 from ghbuild.naming import pinned, split_reference
+from ghbuild.plan import planner
 
 BASE = "127.0.0.1:5000/base/debian:bookworm"
 DIGEST_A = "sha256:" + "a" * 64

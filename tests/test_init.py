@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.config import configfile
-from ghbuild.plan import dockerfile
 from ghbuild import adopt
+from ghbuild.config import configfile
 from ghbuild.errors import UsageError
+from ghbuild.plan import dockerfile
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 PIN = f"ghbuild/ghbuild@{SHA}"

@@ -3,12 +3,12 @@ is taken over, a slow registry fails the run instead of looping, release writes 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ghbuild.publish import lease
 from ghbuild.errors import PublishError
+from ghbuild.publish import lease
 from ghbuild.registry.client import Descriptor, Manifest, sha256_digest
 
 
@@ -23,7 +23,7 @@ class Clock:
         self.t += seconds
 
     def now(self) -> datetime:
-        return datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=self.t)
+        return datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self.t)
 
 
 class MemoryRegistry:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.github.context import LOCAL_PUSH_NOTE, Overrides, from_environment
 from ghbuild.errors import ContextError
+from ghbuild.github.context import LOCAL_PUSH_NOTE, Overrides, from_environment
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GIT_IDENT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",

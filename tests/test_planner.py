@@ -17,10 +17,10 @@ import pytest
 from conftest import BASE_REPO, FORK_REPO, FORK_REPO_ID, Event, event_loader, merge_group_event, write_options
 
 from ghbuild import cli
-from ghbuild.plan import planner
-from ghbuild.github.context import EVENTS, Overrides, from_environment
 from ghbuild.errors import UsageError
+from ghbuild.github.context import EVENTS, Overrides, from_environment
 from ghbuild.naming import TAG_RE
+from ghbuild.plan import planner
 
 IMAGES = ("cpu", "rocm")
 SUFFIX = {"amd64": "x86_64", "arm64": "arm64"}

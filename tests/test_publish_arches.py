@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from ghbuild.errors import PublishError
 from ghbuild.publish import promote
 from ghbuild.registry import client as registry
-from ghbuild.errors import PublishError
 
 SOURCES = (promote.ArchSource("amd64", "x86_64", "t-x86_64"), promote.ArchSource("arm64", "arm64", "t-arm64"))
 
@@ -19,7 +19,7 @@ class Client:
     def __init__(self, name: str):
         self.name = name
 
-    def clone(self) -> "Client":
+    def clone(self) -> Client:
         return Client(self.name + "+clone")
 
 
@@ -85,7 +85,7 @@ class Staging:
         self.manifests = {registry.sha256_digest(m): m for m, _ in images.values()}
         self.blobs = {registry.sha256_digest(c): c for _, c in images.values()}
 
-    def clone(self) -> "Staging":
+    def clone(self) -> Staging:
         return self
 
     def find_manifest(self, repo: str, ref: str):

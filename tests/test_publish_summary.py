@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ghbuild.publish import promote
-from ghbuild.publish import tag_moves
 from ghbuild.errors import PublishError
+from ghbuild.publish import promote, tag_moves
 
 INDEX, AMD, OLD = "sha256:" + "1" * 64, "sha256:" + "2" * 64, "sha256:" + "3" * 64
 SHA = "a" * 40

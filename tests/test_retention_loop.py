@@ -4,7 +4,7 @@ ghbuild.retention.backend.Backend: no server, no waiting (`sleep` is injected an
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,7 +13,7 @@ from ghbuild.retention import PruneResult, markdown, prune, render
 from ghbuild.retention.backend import Backend, Deletion
 from ghbuild.retention.plan import TagInfo
 
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def sha(n: int | str) -> str:

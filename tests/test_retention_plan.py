@@ -4,16 +4,16 @@ server, no I/O. The backends against real registries are in tests/services/regis
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from fakes.dockerhub import MT_OCI_INDEX
+
 from ghbuild.errors import PruneError
 from ghbuild.retention.dockerhub import hub_tag_info
 from ghbuild.retention.plan import TagInfo, parse_time, plan_prune
 
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def sha(n: int | str) -> str:
@@ -65,9 +65,9 @@ def test_plan_groups_per_commit_tags_and_never_touches_moving_tags():
 
 
 def test_parse_time_and_hub_tag_objects():
-    assert parse_time("2024-04-29T18:36:09.683545Z") == datetime(2024, 4, 29, 18, 36, 9, 683545, timezone.utc)
+    assert parse_time("2024-04-29T18:36:09.683545Z") == datetime(2024, 4, 29, 18, 36, 9, 683545, UTC)
     assert parse_time("2024-05-01T12:00:00.123456789Z").microsecond == 123456   # BuildKit nanoseconds
-    assert parse_time("2025-01-01T00:00:00+02:00") == datetime(2024, 12, 31, 22, tzinfo=timezone.utc)
+    assert parse_time("2025-01-01T00:00:00+02:00") == datetime(2024, 12, 31, 22, tzinfo=UTC)
     assert parse_time(None) is None and parse_time("yesterday") is None
     info = hub_tag_info({"name": "nightly", "digest": "sha256:i", "media_type": MT_OCI_INDEX,
                                "tag_last_pushed": None, "last_updated": "2025-01-01T00:00:00.000000Z",

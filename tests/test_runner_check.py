@@ -29,8 +29,7 @@ from fakes.rocm_tools import (
     survivors,
 )
 
-from ghbuild.runner import bounded
-from ghbuild.runner import health
+from ghbuild.runner import bounded, health
 
 IS_ROOT = os.geteuid() == 0
 RENDER_GID = 4242 if IS_ROOT else os.getgid()

@@ -10,8 +10,8 @@ exercised by tests/services/engine (test_40, test_45, test_55).
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -20,10 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ghbuild.build import buildjob
-from ghbuild.build import buildlog
+from ghbuild.build import buildjob, buildlog, sccache
 from ghbuild.config import configfile
-from ghbuild.build import sccache
 from ghbuild.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.config import configfile
-from ghbuild.config import schema_check
+from ghbuild.config import configfile, schema_check
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,6 @@ jobs) and prune's (kept and deleted per tag, a dry run marked). Everything inter
 
 from __future__ import annotations
 
-
 from conftest import BASE_REPO, FORK_REPO, read_outputs, run_in_process, write_options
 
 from ghbuild import render

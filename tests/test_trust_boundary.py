@@ -182,8 +182,8 @@ HOSTILE = "x | <img src=x onerror=alert(1)> [click](https://evil.example) `code`
 
 def test_what_an_image_says_about_itself_is_escaped_in_the_job_summary():
     """Stage names and modes come from the sccache wrapper's lines in the build log: the built code writes them."""
-    from ghbuild.build import buildjob
     from ghbuild import render
+    from ghbuild.build import buildjob
 
     stage = {"mode": HOSTILE, "requested_mode": "read-write", "fallbacks": [], "hits": 1, "misses": 1,
              "hit_rate": 0.5, "hits_by_language": {HOSTILE: 1}, "misses_by_language": {}, "not_cacheable": 0,

@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ghbuild.bases import identity as ident
 from ghbuild import naming
+from ghbuild.bases import identity as ident
 from ghbuild.build import sccache
-from ghbuild.errors import BaseMismatchError, BaseMissingError, ConfigError, TrustError
 from ghbuild.config.options import Options
+from ghbuild.errors import BaseMismatchError, BaseMissingError, ConfigError, TrustError
 from ghbuild.plan.planner import Job, Plan, base_refs
 
 LABEL_IDENTITY = "org.ghbuild.identity"

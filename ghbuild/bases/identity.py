@@ -24,8 +24,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ghbuild.plan import dockerfile
 from ghbuild.errors import ConfigError, GitError
+from ghbuild.plan import dockerfile
 
 SCHEME = "ghbuild-identity/1"
 MISSING = "missing"

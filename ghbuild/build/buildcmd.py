@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from ghbuild.plan.planner import Job
 
+
 class Secret(NamedTuple):
     """A BuildKit secret, mounted with `RUN --mount=type=secret,id=...`; only its file path is in argv."""
 

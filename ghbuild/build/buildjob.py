@@ -12,7 +12,6 @@ import datetime as _dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,14 +21,11 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any, NamedTuple
 
 from ghbuild import naming
-from ghbuild.build import buildcmd
-from ghbuild.build import buildlog
-from ghbuild.build import engine
-from ghbuild.plan import dockerfile
-from ghbuild.github import gha
-from ghbuild.build import sccache
-from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
+from ghbuild.build import buildcmd, buildlog, engine, sccache
 from ghbuild.config.options import ImageOptions, Options
+from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
+from ghbuild.github import gha
+from ghbuild.plan import dockerfile
 from ghbuild.plan.planner import Job, Plan
 
 
@@ -130,7 +126,7 @@ def summarize_sccache(decision: sccache.SccacheDecision, runs: buildlog.SccacheR
 # --------------------------------------------------------------------------- helpers
 
 def _now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _version_label(plan: Plan) -> str:
@@ -460,7 +456,7 @@ def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: engine.
 def _audit(report: BuildReport, ctx: BuildContext, stage_audits: Mapping[str, StageAudit]) -> None:
     """Layer sizes per stage from the image history, and the budgets. Stages with a budget outside the
     final image's chain (compile stages) are audited from their own image (`stage_audits`)."""
-    from ghbuild.build import audit   # after a build only: a dry run's start-up does without it
+    from ghbuild.build import audit  # after a build only: a dry run's start-up does without it
 
     chain = dockerfile.chain(ctx.job.target, ctx.stages)
     layers, exact = audit.attribute(engine.image_history(ctx.env, report.image_id), chain)

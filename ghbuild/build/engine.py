@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ghbuild.registry.credentials import docker_config_file, read_docker_config
 from ghbuild.errors import ConfigError, EngineError, require
+from ghbuild.registry.credentials import docker_config_file, read_docker_config
 
 # The builder ghbuild creates on GitHub-hosted runners (docker/setup-buildx-action's kind), one per trust level.
 CONTAINER_BUILDER = "ghbuild"

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ghbuild.registry.credentials import Sealed
 from ghbuild.config.options import DEFAULT_SCCACHE_HELPER_IMAGE
+from ghbuild.registry.credentials import Sealed
 
 BOOL_TRUE = ("true", "on", "1")
 BOOL_FALSE = ("false", "off", "0")
@@ -226,8 +226,8 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
     None when the registry confirms it missing; it raises when it cannot tell. A dry run that cannot ask the
     registry shows it as configured and says so. (None, None) for a Dockerfile without the contract.
     `ghbuild build` and the content identity of a base (ensure-base) both take it from here."""
-    from ghbuild.plan import dockerfile as dockerfile_text
     from ghbuild.errors import AuthError, ConfigError, GhbuildError
+    from ghbuild.plan import dockerfile as dockerfile_text
 
     preamble, _ = dockerfile_text.parse(dockerfile)
     if not _HELPER_ARG_RE.search(preamble):

@@ -19,12 +19,22 @@ from typing import Any
 from ghbuild import naming
 from ghbuild.build import sccache
 from ghbuild.config import schema_check
-from ghbuild.errors import ConfigError, InvalidReferenceError
 from ghbuild.config.options import (
-    ARCHES, DEFAULT_ARCH_SUFFIXES, DEFAULT_RUNNERS, DEFAULT_SCCACHE_HELPER_IMAGE, BuildOptions, IdentityOptions, ImageOptions, Options,
+    ARCHES,
+    DEFAULT_ARCH_SUFFIXES,
+    DEFAULT_RUNNERS,
+    DEFAULT_SCCACHE_HELPER_IMAGE,
+    BuildOptions,
+    IdentityOptions,
+    ImageOptions,
+    Options,
     PublishOptions,
-    RegistryOptions, SccacheOptions, TrustOptions, parse_size,
+    RegistryOptions,
+    SccacheOptions,
+    TrustOptions,
+    parse_size,
 )
+from ghbuild.errors import ConfigError, InvalidReferenceError
 
 ENV_PREFIX = "GHBUILD_"
 CONFIG_ENV = "GHBUILD_CONFIG"

@@ -9,9 +9,10 @@ a NamedTuple a sixth of that (bench/startup.py). Their mapping defaults are read
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 ARCHES = ("amd64", "arm64")
 PLATFORM_ARCH = {"linux/amd64": "amd64", "linux/arm64": "arm64"}

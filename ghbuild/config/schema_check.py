@@ -12,7 +12,7 @@ Importing this module costs nothing beyond `re`.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 # JSON Schema patterns are ECMA-262 regexes, whose `$` matches only at the very end of the text;
@@ -29,7 +29,7 @@ class _Unsure(Exception):
     """The quick check cannot decide; jsonschema must."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled_pattern(pattern: str) -> re.Pattern[str]:
     """A schema `pattern` as a Python regex with ECMA-262's meaning of `$` (the very end)."""
     return re.compile(_PATTERN_END.sub(r"\\Z", pattern))

@@ -100,7 +100,7 @@ def _full_ref(ref: str) -> str:
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
-    import subprocess   # here: most commands never ask git, and subprocess is a slow import
+    import subprocess  # here: most commands never ask git, and subprocess is a slow import
 
     try:
         out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)

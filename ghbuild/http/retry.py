@@ -12,7 +12,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 
 from ghbuild.errors import TransientError
@@ -37,7 +37,7 @@ def retry_after_seconds(value: str | None, clock: Callable[[], float] = time.tim
     if when is None:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, when.timestamp() - clock())
 
 
@@ -58,7 +58,7 @@ def is_loopback(target: str) -> bool:
     name = name.lower()
     if name == "localhost":
         return True
-    import socket   # already loaded by every HTTP client; ipaddress would cost a start-up its import
+    import socket  # already loaded by every HTTP client; ipaddress would cost a start-up its import
 
     for family, address, loopback in (
             (socket.AF_INET, name, lambda a: a[0] == 127),                              # 127.0.0.0/8

@@ -42,7 +42,7 @@ class RequestException(OSError):
     """Any failure to get an answer (the name and the OSError base follow `requests`)."""
 
 
-class ConnectionError(RequestException):   # noqa: A001 - the name callers know from requests
+class ConnectionError(RequestException):
     """The connection failed, was refused, reset or closed before a whole answer arrived."""
 
 
@@ -400,7 +400,7 @@ class Session:
                 target = urljoin(url, r.headers["Location"].strip())
             except ValueError:
                 raise InvalidURL(f"{method} {url.split('?')[0]}: the redirect's Location is not a URL") from None
-            if r.status_code == 303 and method != "HEAD" or r.status_code in (301, 302) and method == "POST":
+            if (r.status_code == 303 and method != "HEAD") or (r.status_code in (301, 302) and method == "POST"):
                 method, data = "GET", None
                 sent = {k: v for k, v in sent.items() if k.lower() not in ("content-type", "content-length")}
             elif data is not None and not isinstance(data, (bytes, bytearray, str)):
@@ -564,7 +564,7 @@ def _keeps_credentials(old: str, new: str) -> bool:
     """Authorization goes along only to the same origin, or from http to https on the same host on the default
     ports (an http registry that upgrades, as `requests` allows)."""
     was, now = _origin(old), _origin(new)
-    return was == now or (was[0], now[0]) == ("http", "https") and was[1] == now[1] and (was[2], now[2]) == (80, 443)
+    return was == now or ((was[0], now[0]) == ("http", "https") and was[1] == now[1] and (was[2], now[2]) == (80, 443))
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:

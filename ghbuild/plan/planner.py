@@ -12,14 +12,13 @@ people legitimately run on that event; planning read-only gives the fork's code 
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
 from ghbuild import naming
 from ghbuild.config.configfile import expand_repository
-from ghbuild.github.context import PR_EVENTS, GitHubContext
-from ghbuild.errors import UsageError
 from ghbuild.config.options import PLATFORM_ARCH, ImageOptions, Options
+from ghbuild.errors import UsageError
+from ghbuild.github.context import PR_EVENTS, GitHubContext
 
 FALLBACK_STABLE_BRANCH = "main"
 

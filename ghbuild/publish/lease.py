@@ -27,10 +27,10 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-from ghbuild.registry import client as registry
 from ghbuild.errors import PublishError, RegistryError
+from ghbuild.registry import client as registry
 
 LEASE_TAG = "ghbuild-publish-lease"
 INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
@@ -68,7 +68,7 @@ class LeaseState:
         expires = None
         if get("expires"):
             try:
-                expires = datetime.strptime(get("expires"), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+                expires = datetime.strptime(get("expires"), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
             except ValueError:
                 expires = None
         published_time = int(get("published-time")) if get("published-time").isdigit() else None
@@ -76,7 +76,7 @@ class LeaseState:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Lease:

@@ -25,17 +25,17 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ghbuild import naming
+
 # ghbuild.registry.client (with requests and urllib3), ghbuild.publish.lease and ghbuild.publish.tag_moves are imported by the
 # functions that talk to a registry: a publish refused before its first request (no build records, a pull
 # request, a bad version) does not pay for them.
 from ghbuild.config.configfile import expand_repository
-from ghbuild.errors import ConfigError, PublishError, UsageError
 from ghbuild.config.options import Options
+from ghbuild.errors import ConfigError, PublishError, UsageError
 
 if TYPE_CHECKING:   # annotations only
-    from ghbuild.publish import lease
+    from ghbuild.publish import lease, tag_moves
     from ghbuild.registry import client as registry
-    from ghbuild.publish import tag_moves
 
 UNAME_ARCH = {"amd64": "amd64", "arm64": "arm64"}
 
@@ -337,8 +337,8 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
     leaves the moving ones alone. `commit_time` may be a function that finds it: it is called only when a
     tag has to move (a republish never asks git).
     """
-    from ghbuild.registry import client as registry
     from ghbuild.publish import tag_moves
+    from ghbuild.registry import client as registry
 
     prepared = [_prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
     stats = {id(p): registry.CopyStats() for p in prepared}
@@ -385,8 +385,7 @@ def _locked_tag_phase(moves: list[tag_moves.TagMove], kind: str, sha: str, commi
                       ) -> tuple[list[tag_moves.TagMove], tag_moves.TagPhase]:
     """The tag phase under the lease of every publish repository involved (taken in name order, so two
     runs never wait for each other crosswise); the tags are read again once the leases are held."""
-    from ghbuild.publish import lease
-    from ghbuild.publish import tag_moves
+    from ghbuild.publish import lease, tag_moves
 
     leases: list[lease.Lease] = []
     holder = f"{kind} of {sha}"
@@ -580,8 +579,8 @@ def create_github_release(env: Mapping[str, str], version, sha: str, body: str, 
 
 def refuse_pull_requests(env: Mapping[str, str]) -> None:
     """Publishing is for trusted schedule, push and workflow_dispatch runs, never a pull request's."""
-    from ghbuild.github.context import PR_EVENTS
     from ghbuild.errors import TrustError
+    from ghbuild.github.context import PR_EVENTS
 
     event = env.get("GITHUB_EVENT_NAME")
     if event in PR_EVENTS:

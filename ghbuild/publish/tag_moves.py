@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import NamedTuple
 
-from ghbuild.registry import client as registry
 from ghbuild.errors import PublishError, RegistryError
+from ghbuild.registry import client as registry
 
 # ranks, in push order
 IMMUTABLE_ARCH, IMMUTABLE_INDEX, MOVING_ARCH, MOVING_INDEX = range(4)

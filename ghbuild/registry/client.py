@@ -30,11 +30,11 @@ from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from ghbuild import __version__
-from ghbuild.http import session as http_session
-from ghbuild.registry.credentials import Credentials
 from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
+from ghbuild.http import session as http_session
 from ghbuild.http.retry import is_loopback, retry_after_seconds
 from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
+from ghbuild.registry.credentials import Credentials
 
 # --------------------------------------------------------------------------- media types
 
@@ -283,7 +283,7 @@ class Registry:
         self.attempts, self.delay, self.sleep = attempts, delay, sleep
         self.auth = _Auth(self.session, credentials, verify, timeout, self.scheme)
 
-    def clone(self) -> "Registry":
+    def clone(self) -> Registry:
         """A client for the same registry with its own HTTP session (a Session is not thread-safe)."""
         return Registry(self.host, self.auth.credentials, insecure=self.scheme == "http", verify=self.verify,
                         timeout=self.timeout, attempts=self.attempts, delay=self.delay, sleep=self.sleep,

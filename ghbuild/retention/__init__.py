@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ghbuild import naming
-from ghbuild.registry.credentials import GHCR_HOST
 from ghbuild.errors import ConfigError, PruneAbort, PruneError
+from ghbuild.registry.credentials import GHCR_HOST
 from ghbuild.retention.backend import Backend, Deletion
 from ghbuild.retention.plan import listing_changes, nightly_pattern, plan_digests, plan_prune
 from ghbuild.retention.result import PruneResult, markdown, render

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ghbuild.registry.credentials import GHCR_HOST, ghcr_credentials
 from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.http.retry import retry_after_seconds
+from ghbuild.registry.credentials import GHCR_HOST, ghcr_credentials
 from ghbuild.retention.api import ApiClient, same_origin
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
-_EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=timezone.utc)   # a `created` before this is not a real time
+_EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=UTC)   # a `created` before this is not a real time
 
 
 class OciBackend:

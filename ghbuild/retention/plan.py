@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ghbuild.errors import PruneError
+
 
 @dataclass(frozen=True)
 class TagInfo:
@@ -256,8 +257,8 @@ def parse_time(text: Any) -> datetime | None:
     except ValueError:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC)
 
 
 def iso(when: datetime | None) -> str | None:

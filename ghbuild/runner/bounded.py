@@ -20,9 +20,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable
 
 MAX_OUTPUT = 1 << 20     # bytes kept per stream (the tail)
 REAP_GRACE = 0.2         # seconds to wait for a killed group to be reaped
@@ -119,4 +118,4 @@ def runner(env: Mapping[str, str] | None = None, cwd: str | None = None) -> Runn
     return _run
 
 
-__all__ = ["Result", "Runner", "run", "runner", "MAX_OUTPUT"]
+__all__ = ["MAX_OUTPUT", "Result", "Runner", "run", "runner"]

@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ghbuild.runner import bounded
 from ghbuild.errors import DiagnosePathError
 from ghbuild.markdown import code, md
+from ghbuild.runner import bounded
 
 DEFAULT_TOTAL_BUDGET = 25.0
 DEFAULT_PER_COMMAND = 5.0
@@ -304,7 +304,7 @@ def collect(out_dir: str | Path, *, total_budget: float = DEFAULT_TOTAL_BUDGET,
                                         file_name, len(data), scrub(res.note)))
         result.seconds = time.monotonic() - start
         _write(dir_fd, "index.json", (json.dumps({**result.to_dict(), "created": _dt.datetime.now(
-            _dt.timezone.utc).replace(microsecond=0).isoformat()}, indent=2) + "\n").encode())
+            _dt.UTC).replace(microsecond=0).isoformat()}, indent=2) + "\n").encode())
         _write(dir_fd, "summary.md", result.markdown().encode())
     finally:
         os.close(dir_fd)

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ghbuild.runner import bounded
+from ghbuild.config.options import format_size, parse_size
 from ghbuild.errors import RunnerCheckError
 from ghbuild.markdown import md
-from ghbuild.config.options import format_size, parse_size
+from ghbuild.runner import bounded
 
 # Containers started with container_flags() carry this label; leftovers with it are removed by --clean.
 CONTAINER_LABEL = "org.ghbuild.runner"

@@ -44,10 +44,11 @@ import secrets
 import threading
 import time
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .httpserver import FakeServer, Request, Response
+
 # RegistryClient, sha256_digest and the media types are imported from here by tests/test_prune.py too.
 from .oci import (  # noqa: F401
     INDEX_TYPES,
@@ -61,7 +62,7 @@ from .oci import (  # noqa: F401
 
 def utc(when: datetime) -> datetime:
     """An aware UTC datetime (naive ones are taken as UTC)."""
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def hub_time(when: datetime) -> str:
@@ -223,7 +224,7 @@ class DockerHubFake(FakeServer):
         with self._lock:
             entry = self._pushed.get((namespace, repository, tag))
             if entry is None or (entry[0] is not None and entry[0] != digest):
-                entry = self._pushed[(namespace, repository, tag)] = [digest, datetime.now(timezone.utc)]
+                entry = self._pushed[(namespace, repository, tag)] = [digest, datetime.now(UTC)]
             elif entry[0] is None:
                 entry[0] = digest
             return entry[1]

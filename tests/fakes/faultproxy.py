@@ -45,10 +45,11 @@ import struct
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from .httpserver import LoopbackService, QuietHandler, reply, reply_json
+
 CHUNK = 64 * 1024
 
 # Hop-by-hop headers (RFC 9110 7.6.1) plus the framing ones the proxy sets itself.
@@ -355,7 +356,7 @@ class FaultProxy(LoopbackService):
                     raise _ClientGone(f"EOF with {remaining} request body bytes still expected")
                 remaining -= len(data)
                 yield data
-        except (ConnectionError, socket.timeout) as exc:
+        except (TimeoutError, ConnectionError) as exc:
             raise _ClientGone(str(exc)) from exc
 
     def _write(self, h: _Handler, data: bytes) -> None:

@@ -51,7 +51,7 @@ import secrets
 import threading
 import time
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .dockerhub import bearer_token, utc
@@ -194,9 +194,9 @@ class GitHubFake(FakeServer):
                     "url": api,
                     "releases_url": api + "/releases{/id}",
                     "tags_url": api + "/tags",
-                    "created_at": gh_time(datetime.now(timezone.utc)),
-                    "updated_at": gh_time(datetime.now(timezone.utc)),
-                    "pushed_at": gh_time(datetime.now(timezone.utc)),
+                    "created_at": gh_time(datetime.now(UTC)),
+                    "updated_at": gh_time(datetime.now(UTC)),
+                    "pushed_at": gh_time(datetime.now(UTC)),
                     "default_branch": default_branch or self.default_branch,
                     "visibility": "private" if private else "public",
                     "archived": False,
@@ -356,8 +356,8 @@ class GitHubFake(FakeServer):
                 "path": f".github/workflows/{workflow}", "state": "active", "url": api,
                 "html_url": f"https://github.com/{owner}/{name}/actions/workflows/{workflow}",
                 "badge_url": f"https://github.com/{owner}/{name}/workflows/{workflow}/badge.svg",
-                "created_at": gh_time(datetime(2024, 1, 1, tzinfo=timezone.utc)),
-                "updated_at": gh_time(datetime(2024, 1, 1, tzinfo=timezone.utc))}
+                "created_at": gh_time(datetime(2024, 1, 1, tzinfo=UTC)),
+                "updated_at": gh_time(datetime(2024, 1, 1, tzinfo=UTC))}
 
     def _find_workflow(self, owner: str, name: str, ref: str) -> str | None:
         with self._lock:
@@ -464,9 +464,9 @@ class GitHubFake(FakeServer):
         api = f"{self.url}/repos/{owner}/{name}/actions/artifacts"
         artifacts = [{"id": aid, "node_id": f"MDg_{aid}", "name": artifact_name, "size_in_bytes": len(data),
                       "url": f"{api}/{aid}", "archive_download_url": f"{api}/{aid}/zip", "expired": False,
-                      "created_at": gh_time(datetime.now(timezone.utc)),
-                      "expires_at": gh_time(datetime(2099, 1, 1, tzinfo=timezone.utc)),
-                      "updated_at": gh_time(datetime.now(timezone.utc)),
+                      "created_at": gh_time(datetime.now(UTC)),
+                      "expires_at": gh_time(datetime(2099, 1, 1, tzinfo=UTC)),
+                      "updated_at": gh_time(datetime.now(UTC)),
                       "workflow_run": {"id": run["id"], "head_branch": run["head_branch"], "head_sha": run["head_sha"]}}
                      for artifact_name, (aid, data) in run["artifacts"].items()]
         page, headers = self._paginate(request, artifacts)
@@ -559,7 +559,7 @@ class GitHubFake(FakeServer):
             if key in data and not isinstance(data[key], bool):
                 return self._error(422, f'Invalid request.\n\nFor \'properties/{key}\', {data[key]!r} is not a boolean.', doc)
         key = repo["full_name"].lower()
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         with self._lock:
             if any(r["tag_name"] == tag for r in self._releases[key]):
                 return self._error(422, "Validation Failed", doc, errors=[
@@ -632,8 +632,8 @@ class GitHubFake(FakeServer):
             if "draft" in data:
                 rel["draft"] = bool(data["draft"])
                 if not rel["draft"] and rel["published_at"] is None:
-                    rel["published_at"] = datetime.now(timezone.utc)
-            rel["updated_at"] = datetime.now(timezone.utc)
+                    rel["published_at"] = datetime.now(UTC)
+            rel["updated_at"] = datetime.now(UTC)
             if data.get("make_latest", "true") == "true" and not rel["draft"] and not rel["prerelease"]:
                 self._latest[repo["full_name"].lower()] = rel["id"]  # type: ignore[index]
             return Response(200, self._release_object(repo, rel))  # type: ignore[arg-type]
@@ -689,7 +689,7 @@ class GitHubFake(FakeServer):
         for digest in known:  # orphans: untagged, unreferenced, but still in the registry
             if digest not in current and self.registry.head_manifest(reg, digest) is not None:
                 current[digest] = set()
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         with self._lock:
             versions = state["versions"]
             for digest in list(versions):
@@ -779,7 +779,7 @@ class GitHubFake(FakeServer):
             self.registry.delete_manifest(self.registry_name(owner, name), version["digest"])  # type: ignore[union-attr]
             with self._lock:
                 state["versions"].pop(version["digest"], None)
-                version["deleted"] = datetime.now(timezone.utc)
+                version["deleted"] = datetime.now(UTC)
                 state["deleted"].append(version)
         return Response(204)
 

@@ -18,9 +18,10 @@ import threading
 import time
 import traceback
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 LOOPBACK = "127.0.0.1"
 
@@ -60,7 +61,7 @@ class QuietHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30  # an idle keep-alive connection is dropped after this (bounds the handler threads)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _handle(self) -> None:
@@ -93,7 +94,7 @@ class _Server(ThreadingHTTPServer):
             self.finish_request(request, client_address)
         except self.service.quiet_errors:
             pass  # a client going away mid-request is not the service's error
-        except Exception:  # noqa: BLE001 - reported to the test through .errors
+        except Exception:
             self.service.errors.append(traceback.format_exc())
         finally:
             self.shutdown_request(request)
@@ -319,7 +320,7 @@ class FakeServer(LoopbackService):
         if response is None:
             try:
                 response = self._dispatch(request)
-            except Exception:  # noqa: BLE001 - reported to the test through .errors
+            except Exception:
                 self.errors.append(f"{request.method} {request.target}\n{traceback.format_exc()}")
                 response = Response(500, self.error_body(500, "Internal Server Error"))
         headers = self.default_headers(request, response)

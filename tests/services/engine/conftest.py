@@ -40,18 +40,17 @@ from pathlib import Path
 
 import pytest
 from act import harness
-
 from fakes.oci import RegistryClient
+
 from infra import localenv
 
 from .enginelib import (
     LOCAL_ENV,
     REPO,
+    STRIP_PREFIXES,
     Run,
     Session,
-    STRIP_PREFIXES,
 )
-
 
 # --------------------------------------------------------------------------- services
 

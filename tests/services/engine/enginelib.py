@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fakes.oci import RegistryClient
+
 from infra import localenv
 
 REPO = Path(__file__).resolve().parents[3]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-
 from fakes.oci import MANIFEST_TYPES
+
 from ghbuild.naming import split_reference
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from . import enginelib
 
-
 # --------------------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="session")

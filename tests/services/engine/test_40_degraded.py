@@ -21,7 +21,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from fakes.httpserver import LoopbackService, free_port, reply
 
 

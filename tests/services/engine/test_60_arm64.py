@@ -22,7 +22,6 @@ from ghbuild.naming import split_reference
 
 from .enginelib import REPO, Run, kill_group
 
-
 TARGET_CHAIN = {"os-base"}
 STEP_RE = re.compile(r"^#(\d+) \[(?:linux/\w+ )?([\w.-]+) \d+/\d+\]")
 WORK_RE = re.compile(r"^#(\d+) (?:\d+\.\d+ |DONE )")

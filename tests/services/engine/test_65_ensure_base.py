@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fakes.faultproxy import FaultProxy
 
 from .enginelib import Run, Session, ghbuild_argv

@@ -14,11 +14,9 @@ import subprocess
 import urllib.request
 
 import pytest
-
 from fakes.oci import RegistryClient
 
 from .enginelib import CONTEXT_FLAGS, REPO, ghbuild_argv
-
 
 INDEX_TYPES = ("application/vnd.docker.distribution.manifest.list.v2+json",
                "application/vnd.oci.image.index.v1+json")

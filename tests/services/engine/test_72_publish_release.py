@@ -10,7 +10,6 @@ import subprocess
 
 import pytest
 from fakes import github as github_fake
-
 from fakes.oci import RegistryClient
 
 from .enginelib import CONTEXT_FLAGS, REPO, ghbuild_argv

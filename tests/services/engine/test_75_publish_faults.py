@@ -27,13 +27,11 @@ import urllib.parse
 import urllib.request
 
 import pytest
-
 from fakes.faultproxy import FaultProxy
 from fakes.oci import RegistryClient
 
 from .enginelib import CONTEXT_FLAGS, REPO, ghbuild_argv
 from .test_70_publish_nightly import INDEX_TYPES, _push_stage, records_json
-
 
 ARCH_TAGS = {"amd64": "nightly-x86_64", "arm64": "nightly-arm64"}
 ATTEMPTS, DELAY = 4, 2.0          # ghbuild.registry.client.Registry defaults, used by `publish nightly`

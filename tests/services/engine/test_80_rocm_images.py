@@ -23,8 +23,7 @@ import pytest
 
 from infra import rocm_standin
 
-from .enginelib import CONTEXT_FLAGS, COLD_BUILD_TIMEOUT, ghbuild_argv
-
+from .enginelib import COLD_BUILD_TIMEOUT, CONTEXT_FLAGS, ghbuild_argv
 
 FRAMEWORK = "numpy==1.26.4"
 

@@ -38,10 +38,7 @@ from dataclasses import dataclass, field
 import pytest
 from act import harness
 from fakes import github as github_fake
-
 from fakes.oci import RegistryClient
-
-
 
 VERSION = "1.2.3"
 INDEX_TYPES = {"application/vnd.docker.distribution.manifest.list.v2+json",

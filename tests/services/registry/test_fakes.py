@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import github
 import pytest
 import requests
-
 from fakes import dockerhub  # tests/ is on sys.path (rootdir-relative import mode)
 from fakes import github as ghfake
 from fakes.oci import MT_OCI_INDEX, MT_OCI_MANIFEST, RegistryClient
 
 HUB_USER, HUB_SECRET = "ghbuild", "dckr_pat_test"
 GH_TOKEN = "t"
-BASE_TIME = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE_TIME = datetime(2025, 1, 1, tzinfo=UTC)
 HUB_TAG_FIELDS = {
     "creator", "id", "images", "last_updated", "last_updater", "last_updater_username", "name", "repository",
     "full_size", "v2", "tag_status", "tag_last_pulled", "tag_last_pushed", "media_type", "content_type", "digest",

@@ -12,26 +12,25 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from fakes.faultproxy import FaultProxy
 from fakes.oci import RegistryClient, push_dated
+
 from ghbuild import retention
-from ghbuild.publish import promote
-from ghbuild.registry import client as registry
-from ghbuild.publish import tag_moves
-from ghbuild.errors import PublishError
-from ghbuild.publish.lease import LEASE_TAG
 from ghbuild.config.options import ImageOptions, Options, PublishOptions
+from ghbuild.errors import PublishError
+from ghbuild.publish import promote, tag_moves
+from ghbuild.publish.lease import LEASE_TAG
+from ghbuild.registry import client as registry
 from ghbuild.registry.client import Registry
 
 SUFFIX = {"amd64": "x86_64", "arm64": "arm64"}
 MOVING = ("nightly", "nightly-x86_64", "nightly-arm64")
 FAST_LEASE = {"max_write": 1.0, "settle": 1.2, "poll": 0.2, "wait": 60.0}
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def sha(n: object) -> str:
@@ -248,7 +247,7 @@ def test_two_concurrent_nightlies_leave_every_moving_tag_on_the_newer_commit(reg
         try:
             outcomes[commit] = run_nightly(options(host, proxy.host), commit, records[commit],
                                            commit_time=times[commit])
-        except Exception as exc:   # noqa: BLE001 - reported below
+        except Exception as exc:
             outcomes[commit] = exc
 
     order = [older, newer] if first == "older" else [newer, older]

@@ -18,10 +18,10 @@ import time
 import uuid
 
 import pytest
-
-from fakes.oci import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
 from fakes.faultproxy import FaultProxy
 from fakes.httpserver import free_port
+from fakes.oci import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
+
 from ghbuild.registry import client as registry
 from ghbuild.registry.client import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
 

@@ -10,24 +10,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from fakes import dockerhub
 from fakes import github as ghfake
 from fakes.dockerhub import RegistryClient
 from fakes.oci import push_dated
+
 from ghbuild import retention
-from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.config.options import ImageOptions, Options, PublishOptions
-from ghbuild.retention.dockerhub import DockerHubClient
+from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.registry.client import Registry
+from ghbuild.retention.dockerhub import DockerHubClient
 
 HUB_USER, HUB_SECRET = "ghbuild", "dckr_pat_test-secret-0123456789"
 GH_TOKEN = "ghs_test-token-0123456789"
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def sha(n: int | str) -> str:
