@@ -678,7 +678,7 @@ def interrupt_on_sigterm() -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from ghbuild.publish import promote
+    from ghbuild.publish import promote, report
 
     interrupt_on_sigterm()
     from ghbuild.github.context import _git
@@ -710,13 +710,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
                               lease_options={"wait": args.lease_wait}, log=_indented, say=_log,
                               warn=lambda m: gha.annotate("warning", m), group=gha.group)
     except GhbuildError as exc:
-        gha.add_summary(promote.failure_summary(kind, exc))
+        gha.add_summary(report.failure_summary(kind, exc))
         raise
-    gha.add_summary(promote.summary(outcome, dry_run=args.dry_run))
+    gha.add_summary(report.summary(outcome, dry_run=args.dry_run))
     if not args.dry_run:
         for result in outcome.results:
             gha.set_output(f"{result.image}-index-digest", result.index_digest or "")
-        for name, value in promote.outputs(outcome).items():
+        for name, value in report.outputs(outcome).items():
             gha.set_output(name, value)
     if args.json:
         print(json.dumps(outcome.to_dict(), indent=2))

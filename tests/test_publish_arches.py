@@ -9,10 +9,10 @@ import time
 import pytest
 
 from ghbuild.errors import PublishError
-from ghbuild.publish import promote
+from ghbuild.publish import copy, plans
 from ghbuild.registry import client as registry
 
-SOURCES = (promote.ArchSource("amd64", "x86_64", "t-x86_64"), promote.ArchSource("arm64", "arm64", "t-arm64"))
+SOURCES = (plans.ArchSource("amd64", "x86_64", "t-x86_64"), plans.ArchSource("arm64", "arm64", "t-arm64"))
 
 
 class Client:
@@ -30,7 +30,7 @@ def test_each_arch_is_read_on_its_own_client_at_the_same_time():
         started.wait()
         return source.arch, client.name, threading.current_thread().name
 
-    out = promote._per_arch(read, SOURCES, Client("main"))
+    out = copy._per_arch(read, SOURCES, Client("main"))
     assert out["amd64"] == ("amd64", "main", threading.main_thread().name)
     assert out["arm64"][:2] == ("arm64", "main+clone") and out["arm64"][2] != threading.main_thread().name
 
@@ -41,7 +41,7 @@ def test_a_failure_is_handed_back_per_arch_in_source_order():
             raise ValueError("arm64 broken")
         return "ok"
 
-    out = promote._per_arch(read, SOURCES, Client("main"))
+    out = copy._per_arch(read, SOURCES, Client("main"))
     assert out["amd64"] == "ok" and isinstance(out["arm64"], ValueError) and list(out) == ["amd64", "arm64"]
 
 
@@ -56,7 +56,7 @@ def test_an_interrupt_is_raised_at_once_not_after_the_other_reads_and_never_as_a
 
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        promote._per_arch(read, SOURCES, Client("main"))
+        copy._per_arch(read, SOURCES, Client("main"))
     assert time.monotonic() - start < 2
 
 
@@ -96,16 +96,16 @@ class Staging:
         return self.blobs[digest]
 
 
-def _plan(images: dict[str, tuple[bytes, bytes]]) -> promote.PublishPlan:
-    sources = tuple(promote.ArchSource(s.arch, s.suffix, s.tag, registry.sha256_digest(images[s.arch][0]))
+def _plan(images: dict[str, tuple[bytes, bytes]]) -> plans.PublishPlan:
+    sources = tuple(plans.ArchSource(s.arch, s.suffix, s.tag, registry.sha256_digest(images[s.arch][0]))
                     for s in SOURCES)
-    return promote.PublishPlan("nightly", "app", SHA, "staging.example/acme/app", "hub.example/acme/app", sources,
+    return plans.PublishPlan("nightly", "app", SHA, "staging.example/acme/app", "hub.example/acme/app", sources,
                                {"amd64": "nightly-x86_64", "arm64": "nightly-arm64"}, ("nightly",),
                                source_url=SOURCE_URL)
 
 
 def _labels(revision: str = SHA, source: str = SOURCE_URL) -> dict:
-    return {promote.LABEL_REVISION: revision, promote.LABEL_SOURCE: source}
+    return {copy.LABEL_REVISION: revision, copy.LABEL_SOURCE: source}
 
 
 @pytest.mark.parametrize("arm64_labels, refused", [
@@ -115,7 +115,7 @@ def _labels(revision: str = SHA, source: str = SOURCE_URL) -> dict:
     (_labels(revision=SHA.upper()), "revision='" + SHA.upper()),          # not the commit's own spelling
     (_labels(source=SOURCE_URL + "-fork"), "project-fork"),               # a look-alike repository
     (_labels(source="https://github.com/someone/project"), "someone/project"),   # a fork's own build
-    ({promote.LABEL_REVISION: SHA}, "source=None"),                       # no source label at all
+    ({copy.LABEL_REVISION: SHA}, "source=None"),                       # no source label at all
 ])
 def test_the_arch_read_in_a_thread_is_checked_like_the_first(arm64_labels, refused):
     """The second architecture is read in a thread of its own: its labels must name this commit of this
@@ -124,11 +124,11 @@ def test_the_arch_read_in_a_thread_is_checked_like_the_first(arm64_labels, refus
     staging = Staging(images)
     plan = _plan(images)
     if refused is None:
-        prepared = promote._prepare(plan, lambda host: staging, False, lambda m: None)
+        prepared = copy._prepare(plan, lambda host: staging, False, lambda m: None)
         assert set(prepared.manifests) == {"amd64", "arm64"}
     else:
         with pytest.raises(PublishError, match="did not make") as caught:
-            promote._prepare(plan, lambda host: staging, False, lambda m: None)
+            copy._prepare(plan, lambda host: staging, False, lambda m: None)
         arm64_digest = registry.sha256_digest(images["arm64"][0])
         assert f"@{arm64_digest}:" in str(caught.value) and refused in str(caught.value)
 
@@ -136,4 +136,4 @@ def test_the_arch_read_in_a_thread_is_checked_like_the_first(arm64_labels, refus
 def test_an_arch_config_that_claims_another_arch_is_refused_in_its_thread():
     images = {"amd64": _image("amd64", _labels()), "arm64": _image("amd64", _labels())}
     with pytest.raises(PublishError, match="claims arm64 but its image config says linux/amd64"):
-        promote._prepare(_plan(images), lambda host: Staging(images), False, lambda m: None)
+        copy._prepare(_plan(images), lambda host: Staging(images), False, lambda m: None)

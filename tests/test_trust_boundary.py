@@ -457,13 +457,13 @@ def test_a_release_version_that_makes_no_valid_tag_is_refused_before_any_write(p
     release is planned, before the first image is copied, not when its tag is pushed."""
     from ghbuild import errors
     from ghbuild.config import configfile
-    from ghbuild.publish import promote
+    from ghbuild.publish import plans
 
     (project / "ghbuild.toml").write_text(PUBLISH_CONFIG, "utf-8")
     options = configfile.load(str(project / "ghbuild.toml"), env={}, cwd=project)
-    parsed = promote.parse_version(version)
+    parsed = plans.parse_version(version)
     with pytest.raises(errors.PublishError, match=r"--version: .* makes the tag '.*', which a registry refuses"):
-        promote.release_plan(options, "app", SHA, "org", parsed, [])
+        plans.release_plan(options, "app", SHA, "org", parsed, [])
 
 
 def _actions_push(project: Path, ref: str, **extra: str) -> dict[str, str]:

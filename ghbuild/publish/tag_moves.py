@@ -15,12 +15,19 @@ with its digests; a registry cannot delete a tag, so a tag that did not exist be
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ghbuild.errors import PublishError, RegistryError
+from ghbuild.publish import lease
+from ghbuild.publish.copy import _Prepared
 from ghbuild.registry import client as registry
+
+# A recorded commit time this far ahead of the clock is a wrong commit date (or a clock), not a newer commit:
+# honouring it would leave every later nightly's moving tags where they are until that date.
+FUTURE_TOLERANCE = 24 * 3600
 
 # ranks, in push order
 IMMUTABLE_ARCH, IMMUTABLE_INDEX, MOVING_ARCH, MOVING_INDEX = range(4)
@@ -156,3 +163,82 @@ def by_repository(moves: Sequence[TagMove]) -> Mapping[str, list[TagMove]]:
     for move in moves:
         grouped.setdefault(move.repository, []).append(move)
     return grouped
+
+
+def _tag_moves(prep: _Prepared) -> list[TagMove]:
+    plan, moves = prep.plan, []
+    for source in plan.sources:
+        m = prep.manifests[source.arch]
+        tag = plan.arch_tags[source.arch]
+        rank = MOVING_ARCH if tag in plan.moving else IMMUTABLE_ARCH
+        moves.append(TagMove(plan.publish, prep.p_repo, prep.dst, tag, m.digest, m.raw, m.media_type, rank,
+                                       plan.image))
+    for tag in plan.index_tags:
+        rank = MOVING_INDEX if tag in plan.moving else IMMUTABLE_INDEX
+        moves.append(TagMove(plan.publish, prep.p_repo, prep.dst, tag, prep.result.index_digest or "",
+                                       prep.index_manifest, prep.index_type, rank, plan.image))
+    return moves
+
+
+def _refuse_moving_immutable(moves: list[TagMove], kind: str) -> None:
+    """A release tag (`v<V>`, `v<V>-<arch>`) that exists already is never moved to other content."""
+    if kind != "release":
+        return
+    clash = [m for m in moves if not m.moving and m.previous is not None and m.needed]
+    if clash:
+        raise PublishError("release tags exist already with other content: "
+                           + ", ".join(f"{m.ref} = {m.previous} (this run: {m.digest})" for m in clash)
+                           + "; a release tag is never moved: release a new version")
+
+
+def _locked_tag_phase(moves: list[TagMove], kind: str, sha: str, commit_time: int | None,
+                      log: Callable[[str], None], warn: Callable[[str], None], lease_options: Mapping[str, Any],
+                      ) -> tuple[list[TagMove], TagPhase]:
+    """The tag phase under the lease of every publish repository involved (taken in name order, so two
+    runs never wait for each other crosswise); the tags are read again once the leases are held."""
+    leases: list[lease.Lease] = []
+    holder = f"{kind} of {sha}"
+    try:
+        for repository, group in sorted(by_repository(moves).items()):
+            first = group[0]
+            held = lease.Lease(first.reg, first.repo, repository, holder, log=log, **lease_options)
+            held.acquire()
+            leases.append(held)
+        moves = read_previous(moves)
+        _refuse_moving_immutable(moves, kind)
+        for held in leases:
+            if kind == "nightly" and _implausible(held.found, sha):
+                warn(f"publish {kind}: {held.repository}'s lease records {held.found.published_sha} with a commit "
+                     f"time {held.found.published_time}, more than a day in the future: ignored (a wrong commit "
+                     "date must not freeze the moving tags)")
+        newer = [h for h in leases if kind == "nightly" and _superseded(h.found, sha, commit_time)]
+        phase = TagPhase()
+        if newer:
+            found = newer[0].found
+            warn(f"publish {kind}: {newer[0].repository}'s moving tags went to {found.published_sha}, a newer "
+                 f"commit than {sha}: only this commit's own tags are created, the moving tags stay")
+            phase.superseded = [m for m in moves if m.moving and m.needed]
+        checks = {h.repository: h for h in leases}
+        todo = [m for m in moves if m not in phase.superseded]
+        done = apply(todo, check_lease=lambda m: checks[m.repository].check(), log=log)
+        done.superseded = phase.superseded
+        moved_moving = {m.repository for m in done.moved if m.moving}
+        for held in leases:
+            if kind == "nightly" and held.repository in moved_moving:
+                held.release(sha, commit_time)
+            else:
+                held.release()
+        return moves, done
+    finally:
+        for held in leases:
+            held.release()       # a no-op for a lease already given back
+
+
+def _implausible(found: lease.LeaseState, sha: str, now: float | None = None) -> bool:
+    return (found.published_time is not None and found.published_sha != sha
+            and found.published_time > (time.time() if now is None else now) + FUTURE_TOLERANCE)
+
+
+def _superseded(found: lease.LeaseState, sha: str, commit_time: int | None, now: float | None = None) -> bool:
+    return (commit_time is not None and found.published_time is not None and found.published_sha != sha
+            and commit_time < found.published_time and not _implausible(found, sha, now))

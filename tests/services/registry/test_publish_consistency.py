@@ -22,7 +22,7 @@ from fakes.oci import RegistryClient, push_dated
 from ghbuild import retention
 from ghbuild.config.options import ImageOptions, Options, PublishOptions
 from ghbuild.errors import PublishError
-from ghbuild.publish import promote, tag_moves
+from ghbuild.publish import promote, results, tag_moves
 from ghbuild.publish.lease import LEASE_TAG
 from ghbuild.registry import client as registry
 from ghbuild.registry.client import Registry
@@ -84,7 +84,7 @@ def stage(reg: RegistryClient, staging_host: str, commit: str, images=("app",)) 
 
 
 def run_nightly(opts: Options, commit: str, records: dict, *, commit_time: int | None = None,
-                images=("app",), **lease) -> promote.PublishRun:
+                images=("app",), **lease) -> results.PublishRun:
     return promote.run(opts, "nightly", list(images), sha=commit, owner="acme", env={}, records=records,
                        factory=factory(), commit_time=commit_time, lease_options={**FAST_LEASE, **lease})
 
@@ -99,7 +99,7 @@ def tags_of(reg: RegistryClient, repo: str) -> dict[str, str]:
     return out
 
 
-def published(run: promote.PublishRun, image: str = "app") -> dict[str, str]:
+def published(run: results.PublishRun, image: str = "app") -> dict[str, str]:
     result = next(r for r in run.results if r.image == image)
     return {ref.rpartition(":")[2]: digest for ref, digest in result.tags.items()}
 
@@ -256,7 +256,7 @@ def test_two_concurrent_nightlies_leave_every_moving_tag_on_the_newer_commit(reg
         t.start()
     for t in threads:
         t.join(120)
-    assert all(isinstance(o, promote.PublishRun) for o in outcomes.values()), outcomes
+    assert all(isinstance(o, results.PublishRun) for o in outcomes.values()), outcomes
 
     now = tags_of(reg, "hub/app")
     winner = published(outcomes[newer])

@@ -1,0 +1,76 @@
+"""What a publish did, as text, the job summary's Markdown, step outputs and release notes."""
+
+from __future__ import annotations
+
+import json
+
+from ghbuild.markdown import code, md
+from ghbuild.publish.results import PublishResult, PublishRun
+
+
+def render(result: PublishResult, kind: str = "nightly") -> str:
+    lines = [f"ghbuild publish {kind}: {result.image}" + (" (dry run: nothing pushed)" if result.dry_run else "")]
+    lines += [f"  {a}" for a in result.actions]
+    for ref, digest in result.tags.items():
+        state = "unchanged" if ref in result.unchanged else ("would move" if result.dry_run else "moved")
+        lines.append(f"  {ref} = {digest} ({state})")
+    if result.stats:
+        s = result.stats
+        lines.append(f"  bytes copied {s.get('copied_bytes', 0):,} in {s.get('copied_blobs', 0)} blobs; "
+                     f"present {s.get('skipped_bytes', 0):,} in {s.get('skipped_blobs', 0)}; "
+                     f"mounted {s.get('mounted_bytes', 0):,} in {s.get('mounted_blobs', 0)}")
+    return "\n".join(lines)
+
+
+def summary(outcome: PublishRun, dry_run: bool = False) -> str:
+    """The job summary of a publish: per image, every tag with its digest and what happened to it."""
+    title = f"ghbuild publish {outcome.kind}" + (f" v{outcome.version}" if outcome.version else "")
+    lines = [f"### {md(title)}" + (" (dry run: nothing pushed)" if dry_run else ""), "",
+             f"Commit {code(outcome.sha)}.", ""]
+    for result in outcome.results:
+        moved = set(result.moved)
+        left = {a.split()[1] for a in result.actions if a.startswith("leave ")}
+        lines += [f"#### {md(result.image)}", "", f"Index {code(result.index_digest or '')}.", "",
+                  "| tag | digest | |", "|---|---|---|"]
+        for ref, digest in result.tags.items():
+            state = ("unchanged" if ref not in moved and ref not in left else
+                     "left: a newer commit holds it" if ref in left else "would move" if dry_run else "moved")
+            lines.append(f"| {code(ref)} | {code(digest)} | {state} |")
+        s = result.stats or {}
+        if not dry_run:
+            lines += ["", f"Copied {s.get('copied_bytes', 0):,} bytes in {s.get('copied_blobs', 0)} blobs; "
+                          f"{s.get('skipped_bytes', 0) + s.get('mounted_bytes', 0):,} bytes were already there "
+                          f"or mounted ({s.get('skipped_blobs', 0) + s.get('mounted_blobs', 0)} blobs)."]
+        lines.append("")
+    if outcome.github_release:
+        lines.append(f"GitHub release: {md(outcome.github_release)}")
+    return "\n".join(lines) + "\n"
+
+
+def failure_summary(kind: str, error: Exception) -> str:
+    """The job summary of a failed publish: the error, and after a failed tag phase every tag restored
+    and every tag that could not be, with the digests."""
+    lines = [f"### ghbuild publish {md(kind)}: failed", "", md(error), ""]
+    phase = getattr(error, "phase", None)
+    if phase is not None:
+        lines += [f"- restored {md(item)}" for item in phase.restored]
+        lines += [f"- **not restored**: {md(item)}" for item in phase.unrestored]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def outputs(outcome: PublishRun) -> dict[str, str]:
+    """The step outputs: `digests` (image -> index digest), `tags` (one ref per line), `metadata` (JSON)."""
+    return {"digests": json.dumps({r.image: r.index_digest for r in outcome.results}, sort_keys=True),
+            "tags": "\n".join(ref for r in outcome.results for ref in r.tags),
+            "metadata": json.dumps(outcome.to_dict(), sort_keys=True)}
+
+
+def release_notes(version, sha: str, results: list[PublishResult]) -> str:
+    """Markdown for the GitHub release: every published tag with its digest."""
+    lines = [f"Images for v{version}, built from {sha}.", ""]
+    for result in results:
+        lines += [f"### {result.image}", "", "| tag | digest |", "|---|---|"]
+        lines += [f"| `{ref}` | `{digest}` |" for ref, digest in result.tags.items()]
+        lines.append("")
+    return "\n".join(lines)
