@@ -741,9 +741,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from ghbuild.config import configfile
+    from ghbuild.config import schema
 
-    print(json.dumps(configfile.schema(), indent=2))
+    print(json.dumps(schema.document(), indent=2))
     return 0
 
 

@@ -190,3 +190,8 @@ def pinned(ref: str, digest: str) -> str:
     name = ref.partition("@")[0]
     slash, colon = name.rfind("/"), name.rfind(":")
     return f"{name[:colon] if colon > slash else name}@{digest}"
+
+
+def expand_repository(template: str, image: str, owner: str) -> str:
+    """Fill {image} and {owner} (lower-cased: registries take lower-case paths only)."""
+    return template.replace("{image}", image).replace("{owner}", owner.lower())

@@ -266,7 +266,7 @@ def test_sccache_summary_without_stats_is_empty_not_an_error():
 
 @pytest.mark.parametrize("value", ["https://u:p@host", "http://h/?x", "http://h/#f", "ftp://h", "http://h\n"])
 def test_bad_endpoints_are_refused_without_the_value(value):
-    from ghbuild.build.sccache import check_endpoint
+    from ghbuild.config.options import check_endpoint
 
     with pytest.raises(ValueError) as info:
         check_endpoint(value)

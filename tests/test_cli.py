@@ -637,12 +637,12 @@ def test_prune_takes_dry_run_explicitly_and_refuses_it_with_apply():
 
 
 def test_schema_id_is_where_the_file_is_published_and_the_readme_shows_the_editor_hint():
-    from ghbuild.config import configfile
+    from ghbuild.config import schema
 
     canonical = tomllib.loads((REPO_ROOT / "ghbuild.toml").read_text("utf-8"))["trust"]["canonical-repository"]
-    schema_id = configfile.schema()["$id"]
+    schema_id = schema.document()["$id"]
     prefix = f"https://raw.githubusercontent.com/{canonical}/main/"
     assert schema_id.startswith(prefix)
     published = REPO_ROOT / schema_id.removeprefix(prefix)
-    assert json.loads(published.read_text("utf-8")) == configfile.schema()
+    assert json.loads(published.read_text("utf-8")) == schema.document()
     assert f"#:schema {schema_id}\n" in (REPO_ROOT / "README.md").read_text("utf-8")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.config import configfile
+from ghbuild import naming
+from ghbuild.config import configfile, environment, schema
 from ghbuild.config.options import (
     DEFAULT_ARCH_SUFFIXES,
     DEFAULT_RUNNERS,
@@ -169,7 +170,7 @@ def test_minimal_config_gets_the_documented_defaults(tmp_path):
 
 def test_schema_defaults_match_the_options_defaults():
     """`ghbuild schema` documents defaults for editors; they must be the ones ghbuild applies."""
-    props = configfile.schema()["properties"]
+    props = schema.document()["properties"]
     assert props["registries"]["properties"]["gha-cache"]["default"] == RegistryOptions().gha_cache
     assert props["registries"]["properties"]["cache-mode"]["default"] == RegistryOptions().cache_mode
     assert props["sccache"]["properties"]["enabled"]["default"] == SccacheOptions().enabled
@@ -374,7 +375,7 @@ def test_variables_outside_the_setting_sections_are_not_settings(tmp_path):
 
 def test_every_documented_variable_exists():
     """The README's table of variables, against the mapping ghbuild really uses."""
-    mapping = configfile.env_mapping(["cpu"])
+    mapping = environment.env_mapping(["cpu"])
     documented = {
         "GHBUILD_TRUST_CANONICAL_REPOSITORY", "GHBUILD_TRUST_STABLE_BRANCH", "GHBUILD_TRUST_SELF_HOSTED_FOR_FORKS",
         "GHBUILD_TRUST_HOSTED_RUNNER_LABELS", "GHBUILD_REGISTRIES_CACHE",
@@ -469,8 +470,8 @@ def test_wrong_values_name_file_and_key(tmp_path, text, key, fragment):
 # --------------------------------------------------------------------------- repositories
 
 def test_repository_templates_expand_image_and_lower_cased_owner():
-    assert configfile.expand_repository("ghcr.io/{owner}/ci-{image}", "cpu", "Crazy-Max") == "ghcr.io/crazy-max/ci-cpu"
-    assert configfile.expand_repository("docker.io/org/{image}", "rocm", "x") == "docker.io/org/rocm"
+    assert naming.expand_repository("ghcr.io/{owner}/ci-{image}", "cpu", "Crazy-Max") == "ghcr.io/crazy-max/ci-cpu"
+    assert naming.expand_repository("docker.io/org/{image}", "rocm", "x") == "docker.io/org/rocm"
 
 
 def test_repository_templates_reach_the_plan(tmp_path):
@@ -652,8 +653,8 @@ def test_the_repositorys_own_config_is_valid_against_the_shipped_schema():
 
     with (REPO_ROOT / "ghbuild.toml").open("rb") as fh:
         data = tomllib.load(fh)
-    Draft202012Validator.check_schema(configfile.schema())
-    assert list(Draft202012Validator(configfile.schema()).iter_errors(data)) == []
+    Draft202012Validator.check_schema(schema.document())
+    assert list(Draft202012Validator(schema.document()).iter_errors(data)) == []
 
 
 def test_size_budgets_parse_and_bad_sizes_name_the_key(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.config import configfile, schema_check
+from ghbuild.config import schema, schema_check, validation
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,7 +97,7 @@ def _mutate(data: dict, rng: random.Random, names: list[str]) -> dict:
 
 
 def _jsonschema_valid(data) -> bool:
-    return not any(True for _ in configfile._validator_class()(configfile.schema()).iter_errors(data))
+    return not any(True for _ in validation._validator_class()(schema.document()).iter_errors(data))
 
 
 def _has_float(node) -> bool:
@@ -127,23 +127,23 @@ def test_the_schema_uses_only_keywords_the_quick_check_decides():
             elif key in ("items", "additionalProperties", "propertyNames"):
                 walk(value, f"{where}/{key}")
 
-    walk(configfile.schema(), "#")
+    walk(schema.document(), "#")
 
 
 def test_own_config_passes_the_quick_check():
-    assert schema_check.surely_valid(_base_config(), configfile.schema())
+    assert schema_check.surely_valid(_base_config(), schema.document())
     assert _jsonschema_valid(_base_config())
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_quick_check_agrees_with_jsonschema_on_mutated_configs(seed):
     rng = random.Random(seed)
-    names = sorted(_schema_property_names(configfile.schema(), set()))
+    names = sorted(_schema_property_names(schema.document(), set()))
     base = _base_config()
     verdicts = {True: 0, False: 0}
     for _ in range(500):
         data = _mutate(base, rng, names)
-        quick, full = schema_check.surely_valid(data, configfile.schema()), _jsonschema_valid(data)
+        quick, full = schema_check.surely_valid(data, schema.document()), _jsonschema_valid(data)
         # Never accept what jsonschema rejects (that would let a bad config through without its error).
         assert not (quick and not full), data
         # Accept what jsonschema accepts; a float anywhere may be left to jsonschema (1.0 is an integer there).
@@ -157,7 +157,7 @@ def test_quick_check_agrees_with_jsonschema_on_mutated_configs(seed):
 def test_a_trailing_newline_fails_a_pattern_as_in_ecma_262(value):
     data = _base_config()
     data["images"][value] = data["images"].pop("cpu")
-    assert not schema_check.surely_valid(data, configfile.schema())
+    assert not schema_check.surely_valid(data, schema.document())
     assert not _jsonschema_valid(data)
 
 
@@ -166,5 +166,5 @@ def test_values_json_has_no_type_for_are_left_to_jsonschema():
 
     data = _base_config()
     data["publish"]["nightly-tag"] = datetime.date(2026, 1, 1)   # a TOML date
-    assert not schema_check.surely_valid(data, configfile.schema())
+    assert not schema_check.surely_valid(data, schema.document())
     assert not _jsonschema_valid(data)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ghbuild.config import configfile
+from ghbuild.config import configfile, environment
 from ghbuild.errors import ConfigError
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -32,10 +32,10 @@ def parse(text: str, where: str = "overrides") -> dict[str, str]:
         if not sep or not _KEY.match(key):
             raise ConfigError(f"{where} line {number}: expected KEY=VALUE (KEY a config key such as "
                               f"sccache.bucket, or its GHBUILD_* variable), got {key[:60]!r}")
-        if key.upper().startswith(configfile.ENV_PREFIX):
+        if key.upper().startswith(environment.ENV_PREFIX):
             var = key.upper()
         else:
-            var = configfile.ENV_PREFIX + "_".join(configfile._env_segment(part) for part in key.split("."))
+            var = environment.ENV_PREFIX + "_".join(environment._env_segment(part) for part in key.split("."))
         result[var] = value.strip()
     return result
 
@@ -45,7 +45,7 @@ def validate(variables: Mapping[str, str], explicit_config: str | None, env: Map
     """Refuse a variable that sets no key of this config, then load the config with them all."""
     path, raw = configfile.find_config(explicit_config, env, cwd)
     images = raw.get("images")
-    mapping = configfile.env_mapping(list(images) if isinstance(images, dict) else [])
+    mapping = environment.env_mapping(list(images) if isinstance(images, dict) else [])
     for var in variables:
         if var not in mapping:
             hint = difflib.get_close_matches(var, list(mapping), n=1)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ghbuild import naming
-from ghbuild.config.configfile import expand_repository
 from ghbuild.config.options import PLATFORM_ARCH, ImageOptions, Options
 from ghbuild.errors import UsageError
 from ghbuild.github.context import PR_EVENTS, GitHubContext
@@ -273,14 +272,14 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
     owner = ctx.repository.split("/", 1)[0]
     mode = options.registries.cache_mode
 
-    cache_repo = options.registries.cache and expand_repository(options.registries.cache, image.name, owner)
+    cache_repo = options.registries.cache and naming.expand_repository(options.registries.cache, image.name, owner)
     # The canonical scope is written only by the canonical repository, into its owner's namespace:
     # a run elsewhere (a fork's own push) reads its fallback there, not from a ref nobody writes.
     canonical_owner = trust.canonical_repository.split("/", 1)[0]
-    canonical_cache_repo = options.registries.cache and expand_repository(
+    canonical_cache_repo = options.registries.cache and naming.expand_repository(
         options.registries.cache, image.name, canonical_owner)
     staging_template = image.staging or options.registries.staging
-    staging = staging_template and expand_repository(staging_template, image.name, owner)
+    staging = staging_template and naming.expand_repository(staging_template, image.name, owner)
     if cache_repo:
         naming.validate_repository(cache_repo, "registries.cache")
         naming.validate_repository(canonical_cache_repo, "registries.cache")
@@ -337,7 +336,7 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
         cache_from=tuple(cache_from), cache_to=tuple(cache_to), gha_scope=gha_scope, labels=labels,
         secrets=trust.secrets, base=image.base,
         identity_prefix=image.identity.prefix if image.identity else None,
-        canonical_staging_repository=staging_template and expand_repository(
+        canonical_staging_repository=staging_template and naming.expand_repository(
             staging_template, image.name, canonical_owner),
     )
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from ghbuild import naming
-from ghbuild.config.configfile import expand_repository
 from ghbuild.config.options import Options
 from ghbuild.errors import ConfigError, PublishError
 
@@ -55,8 +54,8 @@ def _repositories(options: Options, image: str, sha: str, owner: str) -> tuple[s
         raise ConfigError(f"{options.config_path}: registries.publish: not set; nowhere to publish to")
     if not (len(sha) == 40 and all(c in "0123456789abcdef" for c in sha)):
         raise PublishError(f"--sha: {sha!r} is not a 40-hex commit id")
-    staging = naming.validate_repository(expand_repository(staging_t, image, owner), "registries.staging")
-    publish = naming.validate_repository(expand_repository(publish_t, image, owner), "registries.publish")
+    staging = naming.validate_repository(naming.expand_repository(staging_t, image, owner), "registries.staging")
+    publish = naming.validate_repository(naming.expand_repository(publish_t, image, owner), "registries.publish")
     return staging, publish
 
 

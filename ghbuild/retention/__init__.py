@@ -41,8 +41,7 @@ def _stderr(message: str) -> None:
 
 def resolve_repository(options, image: str, owner: str | None, env: Mapping[str, str]) -> str:
     """The publish repository of `image` (registries.publish or the image's own), `{owner}` filled in."""
-    from ghbuild.config.configfile import expand_repository
-
+    
     if image not in options.images:
         raise ConfigError(f"--image {image}: no such image (known: {', '.join(options.images)})")
     template = options.images[image].publish or options.registries.publish
@@ -51,7 +50,7 @@ def resolve_repository(options, image: str, owner: str | None, env: Mapping[str,
     owner = owner or env.get("GITHUB_REPOSITORY_OWNER") or (env.get("GITHUB_REPOSITORY") or "").partition("/")[0]
     if "{owner}" in template and not owner:
         raise ConfigError(f"registries.publish {template!r} needs {{owner}}: set GITHUB_REPOSITORY (or pass owner)")
-    return naming.validate_repository(expand_repository(template, image, owner or ""), "registries.publish")
+    return naming.validate_repository(naming.expand_repository(template, image, owner or ""), "registries.publish")
 
 
 def run(options, image: str, keep: int | None = None, apply: bool = False,
