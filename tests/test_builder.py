@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ghbuild.build import engine, ghacache
+from ghbuild.build import builders, engine, ghacache
 from ghbuild.errors import ConfigError, EngineError
 
 FAKE = r"""#!/bin/sh
@@ -59,21 +59,21 @@ def env(tmp_path, **extra):
 
 
 def test_without_a_setting_the_engines_own_builder_is_used(fake, tmp_path):
-    builder = engine.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path))
-    assert builder == engine.Builder("default", "docker", "v0.0.0+unknown", "containerd")
+    builder = builders.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path))
+    assert builder == builders.Builder("default", "docker", "v0.0.0+unknown", "containerd")
     assert builder.cache_export_problem is None
     assert not any(call.startswith(("buildx create", "context create")) for call in asked(tmp_path))
     assert builder.describe() == "default (docker driver, BuildKit v0.0.0+unknown, containerd image store)"
 
 
 def test_the_current_context_is_the_engines_builder(fake, tmp_path):
-    builder = engine.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, FAKE_CONTEXT="ci"))
+    builder = builders.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, FAKE_CONTEXT="ci"))
     assert builder.name == "ci" and builder.driver == "docker"
 
 
 def test_the_docker_driver_on_the_classic_store_exports_no_cache(fake, tmp_path):
     (tmp_path / "classic").write_text("")
-    builder = engine.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path))
+    builder = builders.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path))
     assert builder.image_store == "classic"
     assert "containerd image store" in builder.cache_export_problem and "build.builder" in builder.cache_export_problem
 
@@ -81,19 +81,19 @@ def test_the_docker_driver_on_the_classic_store_exports_no_cache(fake, tmp_path)
 @pytest.mark.parametrize("trusted, name", [(True, "ghbuild"), (False, "ghbuild-untrusted")])
 def test_github_hosted_runners_get_a_docker_container_builder_per_trust_level(fake, tmp_path, trusted, name):
     hosted = env(tmp_path, RUNNER_ENVIRONMENT="github-hosted")
-    builder = engine.resolve_builder(fake, None, "host", trusted=trusted, env=hosted)
+    builder = builders.resolve_builder(fake, None, "host", trusted=trusted, env=hosted)
     assert (builder.name, builder.driver, builder.buildkit) == (name, "docker-container", "v0.21.1")
     created = [c for c in asked(tmp_path) if c.startswith("buildx create")]
     assert created == [f"buildx create --name {name} --driver docker-container --driver-opt network=host "
                        "--buildkitd-flags --allow-insecure-entitlement network.host --bootstrap"]
-    engine.resolve_builder(fake, None, "host", trusted=trusted, env=hosted)     # created once
+    builders.resolve_builder(fake, None, "host", trusted=trusted, env=hosted)     # created once
     assert len([c for c in asked(tmp_path) if c.startswith("buildx create")]) == 1
 
 
 def test_a_builder_that_cannot_be_created_is_one_line_naming_build_builder(fake, tmp_path):
     (tmp_path / "no-create").write_text("")
     with pytest.raises(EngineError) as caught:
-        engine.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path, RUNNER_ENVIRONMENT="github-hosted"))
+        builders.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path, RUNNER_ENVIRONMENT="github-hosted"))
     message = str(caught.value)
     assert "\n" not in message and message.startswith("build.builder is not set, so ghbuild creates the "
                                                       "docker-container builder ghbuild")
@@ -103,9 +103,9 @@ def test_a_builder_that_cannot_be_created_is_one_line_naming_build_builder(fake,
 
 def test_a_named_builder_must_exist(fake, tmp_path):
     with pytest.raises(ConfigError, match=r"^build.builder: no buildx builder or docker context named 'nope'"):
-        engine.resolve_builder(fake, "nope", "host", trusted=True, env=env(tmp_path))
+        builders.resolve_builder(fake, "nope", "host", trusted=True, env=env(tmp_path))
     (tmp_path / "builders").write_text("mine\n")
-    assert engine.resolve_builder(fake, "mine", "host", trusted=True, env=env(tmp_path)).name == "mine"
+    assert builders.resolve_builder(fake, "mine", "host", trusted=True, env=env(tmp_path)).name == "mine"
 
 
 class Listener:
@@ -138,7 +138,7 @@ class Listener:
 def test_an_address_where_a_docker_engine_answers_becomes_a_docker_context(fake, tmp_path):
     listener = Listener(b"HTTP/1.1 200 OK\r\nApi-Version: 1.45\r\nContent-Length: 2\r\n\r\nOK")
     try:
-        builder = engine.resolve_builder(fake, listener.endpoint, "host", trusted=True, env=env(tmp_path))
+        builder = builders.resolve_builder(fake, listener.endpoint, "host", trusted=True, env=env(tmp_path))
     finally:
         listener.close()
     assert builder.name.startswith("ghbuild-engine-") and builder.driver == "docker"
@@ -151,7 +151,7 @@ def test_an_address_where_buildkit_answers_gets_the_remote_driver(fake, tmp_path
     (tmp_path / "driver").write_text("remote")
     buildkitd = Listener(b"")           # gRPC over HTTP/2: no HTTP/1 answer to /_ping
     try:
-        builder = engine.resolve_builder(fake, buildkitd.endpoint, "host", trusted=False, env=env(tmp_path))
+        builder = builders.resolve_builder(fake, buildkitd.endpoint, "host", trusted=False, env=env(tmp_path))
     finally:
         buildkitd.close()
     assert (builder.name, builder.driver) == ("ghbuild-remote-untrusted", "remote")
@@ -164,13 +164,13 @@ def test_an_address_where_nothing_answers_is_named(fake, tmp_path):
     port = free.getsockname()[1]
     free.close()
     with pytest.raises(EngineError, match=rf"^build.builder: nothing answers at tcp://127.0.0.1:{port} "):
-        engine.resolve_builder(fake, f"tcp://127.0.0.1:{port}", "host", trusted=True, env=env(tmp_path))
+        builders.resolve_builder(fake, f"tcp://127.0.0.1:{port}", "host", trusted=True, env=env(tmp_path))
 
 
 # --------------------------------------------------------------------------- the GitHub Actions cache
 
-OLD = engine.Builder("default", "docker", "v0.0.0+unknown", "containerd")
-NEW = engine.Builder("ghbuild", "docker-container", "v0.21.1")
+OLD = builders.Builder("default", "docker", "v0.0.0+unknown", "containerd")
+NEW = builders.Builder("ghbuild", "docker-container", "v0.21.1")
 V2 = {"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_RESULTS_URL": "https://results/", "ACTIONS_CACHE_URL": "https://c/",
       "ACTIONS_CACHE_SERVICE_V2": "True"}
 V1 = {"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_CACHE_URL": "http://127.0.0.1:1234/"}
@@ -211,9 +211,9 @@ ACTIONS = {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "4242"}
 def test_an_untrusted_build_in_actions_never_gets_the_named_or_a_remote_builder(fake, tmp_path, setting, runner):
     """build.builder comes from the branch's checkout or the caller's overrides: a remote BuildKit named there would
     receive the job's build (and its registry credentials), a shared one would carry its cache to trusted builds."""
-    choice = engine.choose_builder(setting, trusted=False, env={**ACTIONS, "RUNNER_ENVIRONMENT": runner})
+    choice = builders.choose_builder(setting, trusted=False, env={**ACTIONS, "RUNNER_ENVIRONMENT": runner})
     assert choice.kind == "container" and choice.ignored == setting
-    builder = engine.resolve_builder(fake, setting, "host", trusted=False,
+    builder = builders.resolve_builder(fake, setting, "host", trusted=False,
                                             env=env(tmp_path, RUNNER_ENVIRONMENT=runner, **ACTIONS))
     assert builder.name.startswith("ghbuild-untrusted") and builder.driver == "docker-container"
     assert not any(call.startswith(("context create", "buildx create --name ghbuild-remote")) for call in asked(tmp_path))
@@ -224,13 +224,13 @@ def test_an_untrusted_build_on_a_self_hosted_runner_gets_a_builder_of_its_own_re
     """A persistent runner's engine is shared by every job on it: an untrusted build gets a docker-container builder
     made for this job alone, never the engine's own BuildKit, and nothing of it (cache, mounts) outlives the job."""
     hosted = env(tmp_path, RUNNER_ENVIRONMENT="self-hosted", **ACTIONS)
-    first = engine.resolve_builder(fake, None, "host", trusted=False, env=hosted)
-    second = engine.resolve_builder(fake, None, "host", trusted=False, env=hosted)
+    first = builders.resolve_builder(fake, None, "host", trusted=False, env=hosted)
+    second = builders.resolve_builder(fake, None, "host", trusted=False, env=hosted)
     assert first.ephemeral and first.name.startswith("ghbuild-untrusted-4242-") and first.name != second.name
     assert first.driver == "docker-container"
-    assert engine.remove_builder(fake, first, hosted) is None
+    assert builders.remove_builder(fake, first, hosted) is None
     assert f"buildx rm --force {first.name}" in asked(tmp_path)
-    trusted = engine.resolve_builder(fake, None, "host", trusted=True, env=hosted)
+    trusted = builders.resolve_builder(fake, None, "host", trusted=True, env=hosted)
     assert not trusted.ephemeral and trusted.driver == "docker"      # the engine's own, shared by trusted builds only
 
 
@@ -238,11 +238,11 @@ def test_outside_github_runners_an_untrusted_build_keeps_the_engines_builder(fak
     """act (ACT=true) and local use keep the engine's builder. A job inside Actions without RUNNER_ENVIRONMENT
     (GitHub sets it on every runner it runs a job on; an older GitHub Enterprise Server runner may not) counts as
     self-hosted: fail closed."""
-    builder = engine.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, ACT="true", **ACTIONS))
+    builder = builders.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, ACT="true", **ACTIONS))
     assert builder.name == "default" and not builder.ephemeral
-    unknown = engine.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, **ACTIONS))
+    unknown = builders.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, **ACTIONS))
     assert unknown.ephemeral and unknown.name.startswith("ghbuild-untrusted-4242-")
     created = [c for c in asked(tmp_path) if c.startswith(f"buildx create --name {unknown.name}")]
     assert created and "--driver-opt network=bridge" in created[0]     # never the host's network
-    named = engine.choose_builder("shared", trusted=False, env={"GITHUB_RUN_ID": "1"})
+    named = builders.choose_builder("shared", trusted=False, env={"GITHUB_RUN_ID": "1"})
     assert named.kind == "named" and named.ignored is None          # outside Actions: the developer's own builder

@@ -21,7 +21,7 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any, NamedTuple
 
 from ghbuild import naming
-from ghbuild.build import buildcmd, buildlog, engine, sccache
+from ghbuild.build import buildcmd, builders, buildlog, engine, images, sccache
 from ghbuild.config.options import ImageOptions, Options
 from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
 from ghbuild.github import gha
@@ -316,23 +316,23 @@ def _client(env: Mapping[str, str], request: BuildRequest,
 
 
 def _builder(client: engine.DockerClient, options: Options, trusted: bool, env: Mapping[str, str],
-             dry_run: bool) -> tuple[engine.Builder, str | None]:
+             dry_run: bool) -> tuple[builders.Builder, str | None]:
     """The builder (docker_client.resolve_builder) and a warning when build.builder was left out. A dry run asks
     nothing: the builder it would pick, its driver as that choice implies and its BuildKit version unknown."""
-    choice = engine.choose_builder(options.build.builder, trusted, env)
+    choice = builders.choose_builder(options.build.builder, trusted, env)
     note = (f"build.builder = {choice.ignored!r} ignored: an untrusted build inside GitHub Actions gets a builder "
             "of its own, never a named or remote one" if choice.ignored else None)
     if not dry_run:
-        return engine.resolve_builder(client, options.build.builder, options.build.builder_network,
+        return builders.resolve_builder(client, options.build.builder, options.build.builder_network,
                                              trusted, env), note
     suffix = "" if trusted else "-untrusted"
     if choice.kind == "named":
-        return engine.Builder(choice.name or "", "unknown", ""), note
+        return builders.Builder(choice.name or "", "unknown", ""), note
     if choice.kind == "address":
-        return engine.Builder(engine.REMOTE_BUILDER + suffix, "remote", ""), note
+        return builders.Builder(builders.REMOTE_BUILDER + suffix, "remote", ""), note
     if choice.kind == "container":
-        return engine.Builder(choice.name or "", "docker-container", "", ephemeral=choice.ephemeral), note
-    return engine.Builder(env.get("DOCKER_CONTEXT") or "default", "docker", "", "containerd"), note
+        return builders.Builder(choice.name or "", "docker-container", "", ephemeral=choice.ephemeral), note
+    return builders.Builder(env.get("DOCKER_CONTEXT") or "default", "docker", "", "containerd"), note
 
 
 def _secret_files(decision: sccache.SccacheDecision, plan: Plan, workdir: Path, write: bool) -> list[buildcmd.Secret]:
@@ -368,7 +368,7 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
 
 
 def _settings(plan: Plan, options: Options, job: Job, client: engine.DockerClient,
-              builder: engine.Builder, push: bool, helper: str | None, base_image: str | None,
+              builder: builders.Builder, push: bool, helper: str | None, base_image: str | None,
               secrets: list[buildcmd.Secret], workdir: Path, env: Mapping[str, str]) -> buildcmd.BuildSettings:
     from ghbuild.build import ghacache
 
@@ -422,7 +422,7 @@ def _local_image(ctx: BuildContext, iid: Path, metadata: Path, tags: tuple[str, 
     written = iid.read_text().strip() if iid.exists() else None
     if not written:
         return None
-    return engine.local_image_id(ctx.env, [written, str(_metadata(metadata).get("containerimage.digest") or ""),
+    return images.local_image_id(ctx.env, [written, str(_metadata(metadata).get("containerimage.digest") or ""),
                                                   *tags]) or written
 
 
@@ -436,19 +436,19 @@ def _push_image(report: BuildReport, ctx: BuildContext, push: bool) -> None:
 
 
 def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: engine.DockerClient,
-                                   builder: engine.Builder, env: Mapping[str, str]) -> None:
+                                   builder: builders.Builder, env: Mapping[str, str]) -> None:
     """An untrusted job's own builder (self-hosted runners) is removed after the build, with its cache and its
     `RUN --mount=type=cache` contents, which no cache key covers. Elsewhere, on a persistent (self-hosted)
     runner an untrusted build's cache mounts are pruned: the next build on that builder could be a trusted one.
     Hosted runners are thrown away after the job."""
     if builder.ephemeral:
-        failure = engine.remove_builder(client, builder, env)
+        failure = builders.remove_builder(client, builder, env)
         report.warnings.append(f"untrusted build: its own builder {builder.name} was removed" if failure is None
                                else f"untrusted build: removing its builder {builder.name} failed: {failure}")
         return
     if plan.trust.trusted or gha.runner_kind(env) != "self-hosted":
         return
-    failure = engine.prune_cache_mounts(client, builder, env)
+    failure = builders.prune_cache_mounts(client, builder, env)
     report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
 
@@ -459,7 +459,7 @@ def _audit(report: BuildReport, ctx: BuildContext, stage_audits: Mapping[str, St
     from ghbuild.build import audit  # after a build only: a dry run's start-up does without it
 
     chain = dockerfile.chain(ctx.job.target, ctx.stages)
-    layers, exact = audit.attribute(engine.image_history(ctx.env, report.image_id), chain)
+    layers, exact = audit.attribute(images.image_history(ctx.env, report.image_id), chain)
     if not exact:
         report.warnings.append("layer audit: history does not match the Dockerfile's stages; "
                                "layers are attributed to the target stage")
@@ -504,7 +504,7 @@ class StageAudit:
         image_id = _local_image(ctx, self.iid_file, self.metadata) if rc == 0 else None
         if image_id is None:
             return None
-        history = engine.image_history(ctx.env, image_id)
+        history = images.image_history(ctx.env, image_id)
         layers, _ = audit.attribute(history, dockerfile.chain(self.stage_name, ctx.stages))
         return audit.stage_sizes(layers).get(self.stage_name, 0)
 

@@ -1,0 +1,84 @@
+"""Reading built images on the engine through the Docker SDK (the docker extra): ids, history, files."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from collections.abc import Mapping, Sequence
+
+from ghbuild.errors import EngineError, require
+from ghbuild.registry.credentials import docker_config_file
+
+
+def docker_sdk(env: Mapping[str, str], timeout: int = 60):
+    """A Docker SDK client with `docker.from_env()` semantics on `env` (DOCKER_HOST, DOCKER_TLS_VERIFY,
+    DOCKER_CERT_PATH) and registry auth from that environment's client config, credential helpers
+    (credsStore, credHelpers) included; imported only when needed."""
+    docker = require("docker", "docker", "talking to the Docker engine")
+
+    try:
+        client = docker.from_env(environment=dict(env), timeout=timeout)
+    except docker.errors.DockerException as exc:
+        raise EngineError(f"cannot reach the Docker engine: {exc}") from None
+    # from_env reads the auth config of this process's DOCKER_CONFIG; the build's environment decides.
+    client.api.credstore_env = dict(env)
+    client.api.reload_config(docker_config_file(env))
+    return client
+
+
+def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | None:
+    """The id the engine knows a built image by: the first candidate it finds (buildx's iidfile holds the
+    config digest, which the classic image store uses as the id; the containerd image store uses the
+    manifest digest). None when the engine has none of them (an image not loaded)."""
+    docker = require("docker", "docker", "reading built images")
+    api = docker_sdk(env).api
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            return str(api.inspect_image(candidate)["Id"])
+        except docker.errors.ImageNotFound:
+            continue
+        except docker.errors.APIError as exc:
+            raise EngineError(f"docker image inspect {candidate}: {exc.explanation or exc}") from None
+    return None
+
+
+def image_history(env: Mapping[str, str], image_id: str) -> list[dict]:
+    """The image's history entries, oldest first."""
+    docker = require("docker", "docker", "reading an image's history")
+    client = docker_sdk(env)
+    try:
+        return list(reversed(client.api.history(image_id)))
+    except docker.errors.APIError as exc:
+        # The containerd image store sizes each layer from its unpacked snapshot, and an image exported from
+        # imported cache records is not unpacked yet: creating a container unpacks it, then history answers.
+        if "snapshot" not in str(exc.explanation or exc):
+            raise EngineError(f"docker history {image_id}: {exc.explanation or exc}") from None
+    try:
+        client.containers.create(image_id, command=["/nonexistent"], entrypoint=[]).remove(force=True)
+        return list(reversed(client.api.history(image_id)))
+    except docker.errors.APIError as exc:
+        raise EngineError(f"docker history {image_id}: {exc.explanation or exc}") from None
+
+
+def image_files(env: Mapping[str, str], image_id: str, folder: str, suffix: str) -> dict[str, bytes] | None:
+    """The files named *suffix under `folder` inside an image (no container is started); None: no folder."""
+    docker = require("docker", "docker", "reading files out of an image")
+
+    container = docker_sdk(env).containers.create(image_id, command=["/nonexistent"], entrypoint=[])
+    try:
+        try:
+            stream, _ = container.get_archive(folder)
+        except docker.errors.NotFound:
+            return None
+        files: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            for member in tar.getmembers():
+                if member.isfile() and member.name.endswith(suffix):
+                    data = tar.extractfile(member)
+                    if data is not None:
+                        files[member.name] = data.read()
+        return files
+    finally:
+        container.remove(force=True)
