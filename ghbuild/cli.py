@@ -559,10 +559,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_identity(args: argparse.Namespace) -> int:
     from ghbuild.bases import ensure_base
+    from ghbuild.registry import lookup
 
     options, plan, arch = _load_base(args)
     result = ensure_base.compute_identity(options, plan.job(args.image, arch),
-                                          ensure_base.registry_lookup(_registries()), args.base_image)
+                                          lookup.registry_lookup(_registries()), args.base_image)
     gha.set_output("identity", result.identity)
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.identity)
     return 0

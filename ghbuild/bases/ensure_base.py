@@ -24,12 +24,12 @@ from ghbuild.build import sccache
 from ghbuild.config.options import Options
 from ghbuild.errors import BaseMismatchError, BaseMissingError, ConfigError, TrustError
 from ghbuild.plan.planner import Job, Plan, base_refs
+from ghbuild.registry.lookup import RegistryFactory, registry_lookup
 
 LABEL_IDENTITY = "org.ghbuild.identity"
 LABEL_VERSION = "org.ghbuild.identity.version"
 LABEL_PLATFORM = "org.ghbuild.identity.platform"
 
-RegistryFactory = Callable[[str], Any]   # host -> ghbuild.registry.client.Registry
 
 
 class EnsureResult(SimpleNamespace):
@@ -56,15 +56,6 @@ class EnsureResult(SimpleNamespace):
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def registry_lookup(factory: RegistryFactory) -> Callable[[str], str | None]:
-    """ref -> its digest, None when the registry confirms it missing (raises when it cannot tell)."""
-    def lookup(ref: str) -> str | None:
-        host, repo, tag = naming.split_reference(ref)
-        desc = factory(host).resolve(repo, tag)
-        return desc.digest if desc is not None else None
-    return lookup
 
 
 def compute_identity(options: Options, job: Job, lookup: Callable[[str], str | None],

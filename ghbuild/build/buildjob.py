@@ -355,7 +355,7 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
         return request.helper_image, None
     def lookup(ref: str) -> str | None:
         # The registry layer only for a Dockerfile that declares the helper: start-up of the others.
-        from ghbuild.bases.ensure_base import registry_lookup
+        from ghbuild.registry.lookup import registry_lookup
 
         nonlocal registries
         if registries is None:
