@@ -7,6 +7,8 @@ only narrow the cause (an auth failure is a registry error) share their parent's
 
 from __future__ import annotations
 
+import importlib
+
 
 class GhbuildError(Exception):
     """Base class: one clear line for the user, a distinct exit code per kind."""
@@ -145,8 +147,6 @@ class BaseMissingError(GhbuildError):
 
 def require(module: str, extra: str, what: str):
     """Import an optional dependency (an extra of pyproject.toml), or say in one line how to install it."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:

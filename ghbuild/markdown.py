@@ -8,6 +8,7 @@ somewhere or forge a heading.
 
 from __future__ import annotations
 
+import html
 import re
 
 # Markdown that can act anywhere in a line: code spans, emphasis, links and images, table cells,
@@ -20,8 +21,6 @@ _IN_HTML = frozenset("|`[]*_~\\")
 
 def md(value: object) -> str:
     """Plain text for a Markdown table cell or list item: one line, HTML and Markdown syntax escaped."""
-    import html  # lazy, as in code(): html.entities is read at import, and most commands write no summary
-
     text = _MD_SPECIAL.sub(r"\\\1", html.escape(" ".join(str(value).split()), quote=False))
     return "\\" + text if text[:1] in ("#", "-", "+", ">", "=") else text
 
@@ -31,7 +30,5 @@ def code(value: object) -> str:
     text = " ".join(str(value).split())
     if "`" not in text and "|" not in text and "<" not in text:
         return f"`{text}`"
-    import html
-
     # Markdown still acts inside inline HTML: every character that could start it becomes an entity.
     return "<code>" + "".join(f"&#{ord(c)};" if c in _IN_HTML else c for c in html.escape(text)) + "</code>"

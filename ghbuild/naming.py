@@ -7,6 +7,7 @@ before a final newline, which would let "name\\n" (a YAML block scalar in a GHBU
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from ghbuild.errors import InvalidReferenceError
@@ -34,8 +35,6 @@ DOCKER_HUB_REGISTRY = "registry-1.docker.io"
 
 
 def short_hash(text: str, length: int = 12) -> str:
-    import hashlib  # lazy: loading OpenSSL costs every command's start-up, and most never hash
-
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 

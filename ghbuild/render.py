@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ghbuild.config.options import format_size
 from ghbuild.markdown import code, md
 from ghbuild.plan import planner
 from ghbuild.plan.planner import Plan
@@ -147,8 +148,6 @@ def ensure_base_summary(result) -> str:
 
 def build_summary(report) -> str:
     """Markdown for the job summary: digest, caches, sccache per stage and language, layers, timings."""
-    from ghbuild.config.options import format_size
-
     lines = [f"### ghbuild: {md(report.image)} ({md(report.arch)})", ""]
     lines.append("| | |")
     lines.append("|---|---|")
@@ -204,8 +203,6 @@ def build_summary(report) -> str:
 
 def build_text(report) -> str:
     """A few lines for the terminal after a build."""
-    from ghbuild.config.options import format_size
-
     sc = report.sccache or {}
     lines = [f"ghbuild: built {report.image}/{report.arch} ({report.backend})",
              f"  image    {report.ref or report.image_id}",

@@ -11,7 +11,7 @@ import pytest
 
 from ghbuild import render
 from ghbuild.build import audit, buildcmd, buildlog
-from ghbuild.build.buildjob import summarize_sccache
+from ghbuild.build.report import summarize_sccache
 from ghbuild.build.sccache import SccacheDecision
 from ghbuild.github.context import Overrides, from_environment
 from ghbuild.plan import dockerfile

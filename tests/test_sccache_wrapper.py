@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from ghbuild.build import buildjob, buildlog, sccache
+from ghbuild.build.report import summarize_sccache
 from ghbuild.config import configfile
 from ghbuild.errors import ConfigError
 
@@ -184,7 +185,7 @@ def test_stats_and_layer_cached_steps_are_read_from_real_buildkit_logs():
     assert cold.stats["rust"]["mode"] == "read-write"
     cached = buildlog.sccache_runs((FIXTURES / "wrapper-layer-cached.log").read_text())
     assert cached.stats == {} and cached.cached == {"cpp", "rust"}
-    summary = buildjob.summarize_sccache(sccache.SccacheDecision("read-write", "ok", {}), cached)
+    summary = summarize_sccache(sccache.SccacheDecision("read-write", "ok", {}), cached)
     assert all(stage["from_layer_cache"] for stage in summary["stages"].values())
     assert (summary["hits"], summary["misses"]) == (0, 0)
 

@@ -54,6 +54,7 @@ def test_build_outputs_metadata_in_build_push_actions_shape(tmp_path, monkeypatc
     import json
 
     from ghbuild.build import buildjob
+    from ghbuild.build.report import BuildReport
 
     output, summary = tmp_path / "output", tmp_path / "summary"
     output.write_text("")
@@ -64,7 +65,7 @@ def test_build_outputs_metadata_in_build_push_actions_shape(tmp_path, monkeypatc
     digest, config_digest = "sha256:" + "a" * 64, "sha256:" + "b" * 64
     image_id = digest
     tags = ["ghcr.io/org/ci-cpu:abc-x86_64", "ghcr.io/org/ci-cpu:main-x86_64"]
-    report = buildjob.BuildReport(image="cpu", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
+    report = BuildReport(image="cpu", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
                                command="docker buildx build ...", ref=f"ghcr.io/org/ci-cpu@{digest}", digest=digest,
                                image_id=image_id, config_digest=config_digest, tags=tags, pushed=True)
     buildjob.outputs(report)
@@ -74,5 +75,5 @@ def test_build_outputs_metadata_in_build_push_actions_shape(tmp_path, monkeypatc
                                                "image.name": ",".join(tags)}
     assert outputs["digest"] == digest and outputs["image-id"] == image_id   # the names it had stay
     output.write_text("")
-    buildjob.outputs(buildjob.BuildReport(**{**vars(report), "pushed": False, "digest": None, "ref": None}))
+    buildjob.outputs(BuildReport(**{**vars(report), "pushed": False, "digest": None, "ref": None}))
     assert json.loads(read_outputs(output.read_text())["metadata"]) == {"containerimage.config.digest": config_digest}

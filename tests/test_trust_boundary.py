@@ -183,13 +183,13 @@ HOSTILE = "x | <img src=x onerror=alert(1)> [click](https://evil.example) `code`
 def test_what_an_image_says_about_itself_is_escaped_in_the_job_summary():
     """Stage names and modes come from the sccache wrapper's lines in the build log: the built code writes them."""
     from ghbuild import render
-    from ghbuild.build import buildjob
+    from ghbuild.build.report import BuildReport
 
     stage = {"mode": HOSTILE, "requested_mode": "read-write", "fallbacks": [], "hits": 1, "misses": 1,
              "hit_rate": 0.5, "hits_by_language": {HOSTILE: 1}, "misses_by_language": {}, "not_cacheable": 0,
              "not_cached_reasons": {}, "write_errors": 0, "read_errors": 0, "compile_requests": 2, "seconds": 1,
              "from_layer_cache": False, "cache_location": None}
-    report = buildjob.BuildReport(image="app", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
+    report = BuildReport(image="app", arch="amd64", platform="linux/amd64", backend="buildx", target=None,
                                command="docker build", ref="r/app@sha256:" + "a" * 64,
                                warnings=[f"sccache in stage {HOSTILE}: fell back"],
                                sccache={"mode": HOSTILE, "hits": 1, "misses": 1, "hit_rate": 0.5,

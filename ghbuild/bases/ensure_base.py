@@ -18,9 +18,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ghbuild import naming
+from ghbuild import naming, render
 from ghbuild.bases import identity as ident
-from ghbuild.build import sccache
+from ghbuild.build import buildjob, sccache
+from ghbuild.build.report import check_budgets
 from ghbuild.config.options import Options
 from ghbuild.errors import BaseMismatchError, BaseMissingError, ConfigError, TrustError
 from ghbuild.plan.planner import Job, Plan, base_refs
@@ -171,8 +172,6 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
         log(f"ensure-base: would build {image}/{arch} and push {refs.write}")
         return result
 
-    from ghbuild.build import buildjob
-
     resolved_base = base_image or options.images[image].base_image or options.build.base_image
     if resolved_base and not naming.is_digest_ref(resolved_base) and resolved_base in identity.bases:
         # Build FROM exactly the digest the identity hashed, not whatever the tag says by now.
@@ -184,10 +183,8 @@ def ensure(plan: Plan, options: Options, image: str, arch: str, env: Mapping[str
     report = buildjob.run(plan, options, request, env)
     result.build_report = report.to_dict()
     buildjob.outputs(report)
-    from ghbuild import render
-
     log(render.build_text(report))
-    buildjob.check_budgets(report)
+    check_budgets(report)
     host, repo, tag = naming.split_reference(refs.write)
     reg = factory(host)
     desc = reg.resolve(repo, tag)

@@ -9,21 +9,24 @@ JSON, GITHUB_OUTPUT, job summary).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import MappingProxyType, SimpleNamespace
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ghbuild import naming
-from ghbuild.build import buildcmd, builders, buildlog, engine, images, sccache
+from ghbuild import naming, render
+from ghbuild.build import buildcmd, builders, buildlog, engine, layer_audit, sccache
+from ghbuild.build.buildrun import BuildRun, local_image, read_metadata
+from ghbuild.build.report import BuildReport, add_sccache_stats, buildx_metadata
+from ghbuild.build.report import check_budgets as check_budgets  # the CLI's name for it, until it imports report
 from ghbuild.config.options import ImageOptions, Options
-from ghbuild.errors import BudgetError, ConfigError, EngineError, InvalidReferenceError
+from ghbuild.errors import ConfigError, EngineError, InvalidReferenceError
 from ghbuild.github import gha
 from ghbuild.plan import dockerfile
 from ghbuild.plan.planner import Job, Plan
@@ -44,85 +47,6 @@ class BuildRequest(NamedTuple):
     helper_image: str | None = None                # GHBUILD_SCCACHE_IMAGE as given (ensure-base: pinned already)
 
 
-class BuildReport(SimpleNamespace):
-    """What one build did, filled in as it runs (a namespace: mutable, compared and printed by its fields)."""
-
-    image: str
-    arch: str
-    platform: str
-    backend: str
-    target: str | None
-    command: str
-    builder: str | None
-    config_digest: str | None
-    ref: str | None
-    digest: str | None
-    image_id: str | None
-    tags: list[str]
-    pushed: bool
-    cache_from: list[str]
-    cache_to: list[str]
-    skipped: list[str]
-    warnings: list[str]
-    sccache: dict[str, Any]
-    layers: list[dict[str, Any]]
-    stages: dict[str, Any]
-    size: int | None
-    timings: dict[str, float]
-    budget_failures: list[str]
-
-    def __init__(self, image: str, arch: str, platform: str, backend: str, target: str | None, command: str,
-                 **fields: Any) -> None:
-        super().__init__(image=image, arch=arch, platform=platform, backend=backend, target=target, command=command,
-                         builder=None, config_digest=None, ref=None, digest=None, image_id=None, tags=[], pushed=False, cache_from=[], cache_to=[],
-                         skipped=[], warnings=[], sccache={}, layers=[], stages={}, size=None, timings={},
-                         budget_failures=[])
-        unknown = sorted(set(fields) - set(vars(self)))
-        if unknown:
-            raise TypeError(f"BuildReport: unknown fields {', '.join(unknown)}")
-        self.__dict__.update(fields)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-# --------------------------------------------------------------------------- sccache stats
-
-def summarize_sccache(decision: sccache.SccacheDecision, runs: buildlog.SccacheRuns) -> dict[str, Any]:
-    """Hits, misses and rate over the compile steps this build ran, plus each stage by language and why;
-    stages whose wrapped step the layer cache served are listed as such (they compiled nothing now)."""
-    stages: dict[str, Any] = {}
-    hits = misses = 0
-    for name, data in sorted(runs.stats.items()):
-        stats = (data.get("sccache") or {}).get("stats") or {}
-        stage_hits = dict((stats.get("cache_hits") or {}).get("counts") or {})
-        stage_misses = dict((stats.get("cache_misses") or {}).get("counts") or {})
-        h, m = sum(stage_hits.values()), sum(stage_misses.values())
-        stages[name] = {
-            "mode": data.get("mode"), "requested_mode": data.get("requested_mode"),
-            "fallbacks": [f for f in str(data.get("fallbacks") or "").split(",") if f],
-            "hits": h, "misses": m, "hit_rate": round(h / (h + m), 4) if h + m else None,
-            "hits_by_language": stage_hits, "misses_by_language": stage_misses,
-            "not_cacheable": stats.get("requests_not_cacheable", 0),
-            "not_cached_reasons": dict(stats.get("not_cached") or {}),
-            "write_errors": stats.get("cache_write_errors", 0),
-            "read_errors": stats.get("cache_read_errors", 0),
-            "compile_requests": stats.get("compile_requests", 0),
-            "seconds": max(0, int(data.get("finished") or 0) - int(data.get("started") or 0)),
-            "from_layer_cache": False,
-            "cache_location": (data.get("sccache") or {}).get("cache_location"),
-        }
-        hits += h
-        misses += m
-    for name in sorted(runs.cached):
-        stages[name] = {"mode": None, "requested_mode": None, "fallbacks": [], "hits": 0, "misses": 0,
-                        "hit_rate": None, "hits_by_language": {}, "misses_by_language": {}, "not_cacheable": 0,
-                        "not_cached_reasons": {}, "write_errors": 0, "read_errors": 0, "compile_requests": 0,
-                        "seconds": 0, "from_layer_cache": True, "cache_location": None}
-    return {"mode": decision.mode, "reason": decision.reason, "hits": hits, "misses": misses,
-            "hit_rate": round(hits / (hits + misses), 4) if hits + misses else None, "stages": stages}
-
-
 # --------------------------------------------------------------------------- helpers
 
 def _now_iso() -> str:
@@ -134,21 +58,6 @@ def _version_label(plan: Plan) -> str:
     if ctx.ref.startswith("refs/tags/"):
         return ctx.ref[len("refs/tags/"):]
     return ctx.sha[:12]
-
-
-class BuildContext(NamedTuple):
-    """What every step of one build shares: the job as built, its options and Dockerfile, the command's
-    settings, the scratch folder, the environment the docker client runs in and the values to redact."""
-
-    job: Job
-    image: ImageOptions
-    stages: list[dockerfile.Stage]
-    settings: buildcmd.BuildSettings
-    workdir: Path
-    env: Mapping[str, str]          # the caller's environment
-    run_env: Mapping[str, str]      # with the command's own variables
-    redact: tuple[str, ...]
-    trusted: bool
 
 
 def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str],
@@ -170,8 +79,6 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     warnings += [helper_note] if helper_note else []
     client = _client(env, request, probe)
     # The builder's questions (docker CLI runs, tens of milliseconds each) go on while S3 is probed.
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=1) as pool:
         finding = pool.submit(_builder, client, options, plan.trust.trusted, env, request.dry_run)
         decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
@@ -203,19 +110,19 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             return report
         # The built image is read (layer audit) on the engine that holds it: another context's, if so.
         engine_env = {**env, "DOCKER_HOST": builder.docker_host} if builder.docker_host else env
-        ctx = BuildContext(job, image, stages, settings, workdir, engine_env, {**env, **command.env}, redact,
+        ctx = BuildRun(job, image, stages, settings, workdir, engine_env, {**env, **command.env}, redact,
                            plan.trust.trusted)
         # Stage budgets outside the final image's chain are measured by building those stages as targets, beside
         # the build: BuildKit shares their steps. Stored gzip when a mode=max cache export makes every stage's gzip
         # blobs anyway (the two exports share that work), else uncompressed: a second compression would be new work.
-        stage_audits = _start_stage_audits(ctx, uncompressed=not command.exports_every_stage())
+        stage_audits = layer_audit.start_stage_audits(ctx, uncompressed=not command.exports_every_stage())
         try:
             log_text = _build(report, ctx, command, echo=request.echo)
             _push_image(report, ctx, push)
-            _sccache_report(report, decision, log_text)
+            add_sccache_stats(report, decision, log_text)
             if report.image_id:
                 start = time.monotonic()
-                _audit(report, ctx, stage_audits)
+                layer_audit.audit_layers(report, ctx, stage_audits)
                 report.timings["audit_seconds"] = round(time.monotonic() - start, 2)
         finally:
             for audit_build in stage_audits.values():
@@ -226,25 +133,6 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _sccache_report(report: BuildReport, decision: sccache.SccacheDecision, log_text: str) -> None:
-    """sccache's stats per stage from the build log, and a warning per stage that fell back or printed none."""
-    runs = buildlog.sccache_runs(log_text)
-    report.sccache = summarize_sccache(decision, runs)
-    for name, stage in report.sccache["stages"].items():
-        if stage["fallbacks"]:
-            report.warnings.append(f"sccache in stage {name}: fell back from {', '.join(stage['fallbacks'])} "
-                                   f"to {stage['mode']}")
-    for name in sorted(runs.unreadable):
-        report.warnings.append(f"sccache in stage {name}: the step ran but its stats line is not in the "
-                               "build log (ghbuild-sccache-stats)")
-
-
-def check_budgets(report: BuildReport) -> None:
-    """Fail (exit 11) when the audit found the image or a stage over its budget."""
-    if report.budget_failures:
-        raise BudgetError("; ".join(report.budget_failures))
 
 
 # --------------------------------------------------------------------------- the steps
@@ -388,7 +276,7 @@ def _settings(plan: Plan, options: Options, job: Job, client: engine.DockerClien
         provenance=options.build.provenance)
 
 
-def _build(report: BuildReport, ctx: BuildContext, command: buildcmd.BuildCommand, echo: bool) -> str:
+def _build(report: BuildReport, ctx: BuildRun, command: buildcmd.BuildCommand, echo: bool) -> str:
     """Run the build; record its time, the per-stage timings from its log and the image id. Returns the log."""
     log_path = ctx.workdir / "build.log"
     with gha.group(f"build {ctx.job.id} ({ctx.settings.builder})"), gha.commands_off():
@@ -401,35 +289,16 @@ def _build(report: BuildReport, ctx: BuildContext, command: buildcmd.BuildComman
     report.stages = {name: {"steps": t.steps, "cached": t.cached, "seconds": round(t.seconds, 2)}
                      for name, t in buildlog.stage_timings(log_text).items()}
     iid, metadata = ctx.workdir / "iid", ctx.workdir / "metadata.json"
-    report.config_digest = (_metadata(metadata).get("containerimage.config.digest")
+    report.config_digest = (read_metadata(metadata).get("containerimage.config.digest")
                             or (iid.read_text().strip() if iid.exists() else None))
-    report.image_id = _local_image(ctx, iid, metadata, ctx.job.tags)
+    report.image_id = local_image(ctx, iid, metadata, ctx.job.tags)
     return log_text
 
 
-def _metadata(path: Path) -> dict[str, Any]:
-    """buildx's --metadata-file (empty when it wrote none)."""
-    try:
-        data = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _local_image(ctx: BuildContext, iid: Path, metadata: Path, tags: tuple[str, ...] = ()) -> str | None:
-    """The id the local engine knows the built image by (docker_client.local_image_id): the iidfile's config
-    digest on the classic image store, the manifest digest on the containerd store."""
-    written = iid.read_text().strip() if iid.exists() else None
-    if not written:
-        return None
-    return images.local_image_id(ctx.env, [written, str(_metadata(metadata).get("containerimage.digest") or ""),
-                                                  *tags]) or written
-
-
-def _push_image(report: BuildReport, ctx: BuildContext, push: bool) -> None:
+def _push_image(report: BuildReport, ctx: BuildRun, push: bool) -> None:
     """buildx pushed during the build; the digest and ref of the push from its metadata file."""
     if push:
-        report.digest = _metadata(ctx.workdir / "metadata.json").get("containerimage.digest")
+        report.digest = read_metadata(ctx.workdir / "metadata.json").get("containerimage.digest")
     if report.digest:
         report.pushed = True
         report.ref = f"{ctx.job.staging_repository}@{report.digest}"
@@ -453,84 +322,8 @@ def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: engine.
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
 
 
-def _audit(report: BuildReport, ctx: BuildContext, stage_audits: Mapping[str, StageAudit]) -> None:
-    """Layer sizes per stage from the image history, and the budgets. Stages with a budget outside the
-    final image's chain (compile stages) are audited from their own image (`stage_audits`)."""
-    from ghbuild.build import audit  # after a build only: a dry run's start-up does without it
-
-    chain = dockerfile.chain(ctx.job.target, ctx.stages)
-    layers, exact = audit.attribute(images.image_history(ctx.env, report.image_id), chain)
-    if not exact:
-        report.warnings.append("layer audit: history does not match the Dockerfile's stages; "
-                               "layers are attributed to the target stage")
-    sizes = audit.stage_sizes(layers)
-    for stage_name, stage_audit in stage_audits.items():
-        size = stage_audit.size(ctx)
-        if size is not None:
-            sizes[stage_name] = size
-    report.size = sum(layer.size for layer in layers)
-    report.layers = [{"stage": layer.stage, "size": layer.size, "created_by": layer.created_by} for layer in layers]
-    for name, size in sizes.items():
-        report.stages.setdefault(name, {})["size"] = size
-    # The size budget is the shipped image's: it applies to the configured target, not to a --target stage.
-    shipped = (ctx.job.target or None) == (ctx.image.target or None)
-    report.budget_failures = audit.check_budgets(ctx.job.image, report.size, sizes,
-                                                 ctx.image.size_budget if shipped else None,
-                                                 dict(ctx.image.stage_budgets))
-
-
-class StageAudit:
-    """One stage built as the target, for the own layers of that stage. Only stages the main build builds
-    (outside the final image's chain): their steps are shared with it or cache hits, the stage costs its export."""
-
-    def __init__(self, ctx: BuildContext, stage_name: str, uncompressed: bool) -> None:
-        self.stage_name = stage_name
-        sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
-        self.iid_file = ctx.workdir / f"iid-{stage_name}"
-        self.metadata = ctx.workdir / f"metadata-{stage_name}.json"
-        sub = buildcmd.build_command(sub_job, ctx.settings._replace(push=False, metadata_file=self.metadata,
-                                                                    iidfile=self.iid_file, uncompressed=uncompressed))
-        self.process = engine.StreamingProcess(sub.argv, {**ctx.run_env, **sub.env},
-                                                      ctx.workdir / f"audit-{stage_name}.log", redact=ctx.redact)
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def size(self, ctx: BuildContext) -> int | None:
-        """The stage's own layers' bytes, once its build ended; None when that build failed."""
-        from ghbuild.build import audit
-
-        rc, _ = self.process.wait()
-        image_id = _local_image(ctx, self.iid_file, self.metadata) if rc == 0 else None
-        if image_id is None:
-            return None
-        history = images.image_history(ctx.env, image_id)
-        layers, _ = audit.attribute(history, dockerfile.chain(self.stage_name, ctx.stages))
-        return audit.stage_sizes(layers).get(self.stage_name, 0)
-
-
-def _start_stage_audits(ctx: BuildContext, uncompressed: bool) -> dict[str, StageAudit]:
-    """The stage builds the audit needs, started side by side: stages with a budget that the main build builds
-    but the final image's chain does not contain. `uncompressed`: their layers are only read back for their
-    sizes, and gzip of a toolchain layer that no export compressed takes tens of seconds."""
-    chain = {stage.label for stage in dockerfile.chain(ctx.job.target, ctx.stages)}
-    built = dockerfile.dependencies(ctx.job.target, ctx.stages)
-    return {name: StageAudit(ctx, name, uncompressed)
-            for name in ctx.image.stage_budgets if name in built and name not in chain}
-
-
-def buildx_metadata(digest: str | None, config_digest: str | None, names: list[str]) -> dict[str, str]:
-    """The `metadata` output in the shape docker/build-push-action gives (buildx's metadata file), so a
-    step written for that action reads it unchanged: pushed manifest digest, image config digest, names."""
-    data = {"containerimage.digest": digest, "containerimage.config.digest": config_digest,
-            "image.name": ",".join(names)}
-    return {key: value for key, value in data.items() if value}
-
-
 def outputs(report: BuildReport) -> None:
     """Step outputs and the job summary (no-ops outside Actions)."""
-    from ghbuild import render
-
     gha.set_output("digest", report.digest or "")
     gha.set_output("ref", report.ref or "")
     gha.set_output("image-id", report.image_id or "")

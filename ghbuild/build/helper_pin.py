@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from ghbuild import naming
+from ghbuild.errors import GhbuildError, UsageError
+
 PIN_FILE = Path(__file__).resolve().parents[1] / "resources" / "sccache-helper.json"
 
 
@@ -25,9 +28,6 @@ def read(path: Path | None = None) -> HelperPin:
 
 def write(reference: str, path: Path | None = None) -> HelperPin:
     """Pin the default helper to `reference` (name[:tag]@sha256:...): same repository as the default's."""
-    from ghbuild import naming
-    from ghbuild.errors import UsageError
-
     if not naming.is_digest_ref(reference):
         raise UsageError(f"{reference!r}: not a digest reference (name@sha256:<64 hex>)")
     path = path or PIN_FILE
@@ -43,8 +43,6 @@ def write(reference: str, path: Path | None = None) -> HelperPin:
 
 
 def main(argv: list[str]) -> int:
-    from ghbuild.errors import GhbuildError
-
     if len(argv) != 1:
         print("usage: python -m ghbuild.build.helper_pin IMAGE@sha256:DIGEST", file=sys.stderr)
         return 2

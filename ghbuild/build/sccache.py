@@ -13,7 +13,11 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ghbuild import naming
+from ghbuild.build import helper_pin
 from ghbuild.config.options import DEFAULT_SCCACHE_HELPER_IMAGE
+from ghbuild.errors import AuthError, ConfigError, GhbuildError, require
+from ghbuild.plan import dockerfile as dockerfile_text
 from ghbuild.registry.credentials import Sealed
 
 # --------------------------------------------------------------------------- preflight
@@ -100,66 +104,12 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     else:
         why_no_creds = "no AWS credentials in the environment"
 
-    from ghbuild.errors import require
+    require("boto3", "aws", "the sccache S3 check")
+    from ghbuild.build import s3probe  # boto3: the `aws` extra, loaded only for a real build with a bucket
 
-    boto3 = require("boto3", "aws", "the sccache S3 check")
-    from botocore import UNSIGNED
-    from botocore.config import Config
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    config = Config(connect_timeout=timeout, read_timeout=timeout, retries={"max_attempts": 2, "mode": "standard"},
-                    signature_version=None if have_creds else UNSIGNED)
-    session = boto3.session.Session(
-        aws_access_key_id=creds["AWS_ACCESS_KEY_ID"] or None if have_creds else None,
-        aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"] or None if have_creds else None,
-        aws_session_token=creds["AWS_SESSION_TOKEN"] or None if have_creds else None,
-        region_name=options.region or "us-east-1")
-    client = session.client("s3", endpoint_url=options.endpoint or None, config=config)
-
-    def describe(exc: Exception) -> str:
-        if isinstance(exc, ClientError):
-            err = exc.response.get("Error", {})
-            return f"{err.get('Code', 'error')} ({exc.response.get('ResponseMetadata', {}).get('HTTPStatusCode')})"
-        return type(exc).__name__
-
-    try:
-        client.head_bucket(Bucket=options.bucket)
-    except (BotoCoreError, ClientError) as exc:
-        cause = describe(exc)
-        if have_creds and isinstance(exc, ClientError):
-            # Credentials rejected or not allowed: a public bucket may still be readable anonymously.
-            anon = boto3.session.Session(region_name=options.region or "us-east-1").client(
-                "s3", endpoint_url=options.endpoint or None,
-                config=Config(connect_timeout=timeout, read_timeout=timeout, signature_version=UNSIGNED,
-                              retries={"max_attempts": 1}))
-            try:
-                anon.head_bucket(Bucket=options.bucket)
-            except (BotoCoreError, ClientError):
-                pass
-            else:
-                return SccacheDecision("anonymous", f"S3 refused the credentials ({cause}): anonymous read of "
-                                       f"bucket {options.bucket}", settings_for(options, "anonymous"))
-        return SccacheDecision("local", f"S3 bucket {options.bucket} not reachable ({cause}): local disk cache "
-                               "(lost with the builder)", settings_for(options, "local"))
-
-    if not have_creds:
-        return SccacheDecision("anonymous", f"{why_no_creds}: anonymous read of bucket {options.bucket}, "
-                               "nothing written", settings_for(options, "anonymous"))
-
-    probe = f"{options.key_prefix.rstrip('/')}/.ghbuild-write-probe"
-    try:
-        client.put_object(Bucket=options.bucket, Key=probe, Body=b"ghbuild write probe")
-        try:
-            client.delete_object(Bucket=options.bucket, Key=probe)
-        except (BotoCoreError, ClientError):
-            pass  # a missing delete permission does not stop caching
-    except (BotoCoreError, ClientError) as exc:
-        secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
-        return SccacheDecision("read-only", f"S3 write probe failed ({describe(exc)}): read-only, misses are "
-                               "not stored", settings_for(options, "read-only"), secret)
-    secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v)
-    return SccacheDecision("read-write", f"bucket {options.bucket} readable and writable",
-                           settings_for(options, "read-write"), secret)
+    mode, reason = s3probe.probe(options, creds if have_creds else None, why_no_creds, timeout)
+    secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v) if mode in ("read-only", "read-write") else None
+    return SccacheDecision(mode, reason, settings_for(options, mode), secret)
 
 
 # --------------------------------------------------------------------------- the helper image
@@ -168,7 +118,6 @@ def helper_reference(image: str, resolve) -> str:
     """The helper image as `name@sha256:<digest>`: a digest-pinned reference as written, a tag resolved
     now (`resolve(ref)` -> digest, raising when the registry cannot tell), so every stage of one build, and
     a rebuild of the same commit, mounts the same helper."""
-    from ghbuild import naming
 
     if naming.is_digest_ref(image):
         return image
@@ -186,8 +135,6 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
     None when the registry confirms it missing; it raises when it cannot tell. A dry run that cannot ask the
     registry shows it as configured and says so. (None, None) for a Dockerfile without the contract.
     `ghbuild build` and the content identity of a base (ensure-base) both take it from here."""
-    from ghbuild.errors import AuthError, ConfigError, GhbuildError
-    from ghbuild.plan import dockerfile as dockerfile_text
 
     preamble, _ = dockerfile_text.parse(dockerfile)
     if not _HELPER_ARG_RE.search(preamble):
@@ -205,8 +152,6 @@ def helper_image(options, dockerfile: Path, lookup: Callable[[str], str | None],
                               + _helper_hint(options))
         return digest
 
-    from ghbuild import naming
-    from ghbuild.build import helper_pin
 
     pin = helper_pin.read()
     note = None

@@ -9,6 +9,7 @@ a NamedTuple a sixth of that (bench/startup.py). Their mapping defaults are read
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -34,8 +35,6 @@ def parse_size(value: int | str) -> int:
     """Bytes from 123, "500MB", "1.5GB", "200MiB" (decimal units as docker prints them)."""
     if isinstance(value, int):
         return value
-    import re
-
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", value)
     if not match or match.group(2).lower() not in _SIZE_UNITS:
         raise ValueError(f"{value!r} is not a size (e.g. 500MB, 1.5GB, 200MiB)")

@@ -1,1 +1,2 @@
-"""GitHub's side of a run: the event context ghbuild reads and the Actions I/O it writes (outputs, summaries, annotations)."""
+"""GitHub's side of a run: the event context ghbuild reads and the Actions I/O it writes
+(outputs, summaries, annotations)."""

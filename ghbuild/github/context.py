@@ -12,55 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ghbuild import naming
 from ghbuild.errors import ContextError, InvalidReferenceError, TrustError
+from ghbuild.github.event import EVENTS, PR_EVENTS, GitHubContext
 
-EVENTS = ("push", "pull_request", "pull_request_target", "schedule", "workflow_dispatch", "merge_group")
-PR_EVENTS = ("pull_request", "pull_request_target")
 _ZERO_SHA = "0" * 40
 LOCAL_PUSH_NOTE = ("event: a push of the checked-out branch of the 'origin' repository (outside GitHub Actions "
                    "without --event; --event, --ref, --repository and --default-branch choose another run)")
-
-
-class GitHubContext(NamedTuple):
-    event: str
-    repository: str                  # owner/name the workflow runs in, as GitHub spells it
-    ref: str                         # full ref, refs/heads/x, refs/pull/N/merge, refs/tags/v1
-    sha: str                         # the commit being built
-    default_branch: str | None = None
-    pull_request: int | None = None
-    base_ref: str | None = None      # PR / merge queue: target branch name
-    head_ref: str | None = None      # PR: source branch name
-    head_repository: str | None = None
-    head_sha: str | None = None
-    # True when the PR's head lives in another repository (from payload ids). None: unknown.
-    is_fork: bool | None = None
-    # GITHUB_REF_PROTECTED: branch protection or a ruleset applies to the ref. None: not reported.
-    ref_protected: bool | None = None
-    run_id: str | None = None
-    run_attempt: str | None = None
-    server_url: str = "https://github.com"
-    inputs: Mapping[str, Any] = MappingProxyType({})
-    # Why a field has the value it has, when it was inferred rather than read ("default_branch": "...").
-    notes: tuple[str, ...] = ()
-
-    @property
-    def branch(self) -> str | None:
-        """The branch the run is on (not for pull requests, whose ref is refs/pull/...)."""
-        if self.ref.startswith("refs/heads/"):
-            return self.ref[len("refs/heads/"):]
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = self._asdict()
-        data["inputs"] = dict(self.inputs)
-        data["notes"] = list(self.notes)
-        return data
 
 
 class Overrides(NamedTuple):
@@ -100,8 +63,6 @@ def _full_ref(ref: str) -> str:
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
-    import subprocess  # here: most commands never ask git, and subprocess is a slow import
-
     try:
         out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
@@ -139,6 +100,17 @@ def _refuse_context_flags(o: Overrides) -> None:
                          "repository, ref and pull request come from GitHub (GITHUB_* and the event payload)")
 
 
+class _PullRequestFields(NamedTuple):
+    """What a pull_request or merge_group event adds to the context."""
+
+    pull_request: int | None = None
+    base_ref: str | None = None
+    head_ref: str | None = None
+    head_repository: str | None = None
+    head_sha: str | None = None
+    is_fork: bool | None = None
+
+
 def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides | None = None,
                      cwd: Path | None = None) -> GitHubContext:
     """Build the context from GITHUB_* variables, the event payload and flags."""
@@ -147,6 +119,59 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
     cwd = cwd or Path.cwd()
     notes: list[str] = []
 
+    event = _event(env, o, notes)
+    payload: dict[str, Any] = {}
+    where = "--event-path" if o.event_path else "GITHUB_EVENT_PATH"
+    payload_path = o.event_path or env.get("GITHUB_EVENT_PATH")
+    # A payload written for another event would be misread: only use GitHub's when the event is GitHub's.
+    if payload_path and (o.event_path or not o.event or o.event == env.get("GITHUB_EVENT_NAME")):
+        payload = load_payload(payload_path, where)
+    repository = _repository(env, o, payload, where, cwd, notes)
+
+    ref = o.ref and _full_ref(o.ref)
+    sha, sha_src = o.sha, "--sha"
+    if event in PR_EVENTS:
+        fields = _pull_request(event, env, o, payload, where, repository, notes)
+        if not ref:
+            ref = env.get("GITHUB_REF") or (
+                f"refs/pull/{fields.pull_request}/merge" if event == "pull_request"
+                else _full_ref(fields.base_ref or ""))
+    elif event == "merge_group":
+        fields = _merge_group(o, payload, where, repository)
+        if payload:
+            if not sha and fields.head_sha:
+                sha, sha_src = fields.head_sha, f"{where} (merge_group.head_sha)"
+            ref = ref or (fields.head_ref and _full_ref(fields.head_ref))
+    else:
+        fields = _PullRequestFields(head_repository=repository)
+        if event == "push":
+            if not sha and payload.get("after") and payload.get("after") != _ZERO_SHA:
+                sha, sha_src = payload["after"], f"{where} (after)"
+            if payload and payload.get("deleted"):
+                raise ContextError(f"{where}: this push deletes {payload.get('ref')}: there is nothing to build")
+        if event in ("push", "workflow_dispatch"):
+            ref = ref or payload.get("ref")
+
+    ref = _ref(ref or env.get("GITHUB_REF") or None, cwd, notes)
+    sha = _sha(sha, sha_src, env, cwd, notes)
+    default_branch = o.default_branch or _get(payload, "repository.default_branch")
+    if not default_branch and event == "schedule" and ref.startswith("refs/heads/"):
+        # GitHub runs scheduled workflows only on the default branch, and sends no repository.
+        default_branch = ref[len("refs/heads/"):]
+        notes.append("default branch: the scheduled run's ref (schedules run on the default branch)")
+
+    inputs = payload["inputs"] if isinstance(payload.get("inputs"), dict) else {}
+    ref_protected = o.ref_protected
+    if ref_protected is None and env.get("GITHUB_REF_PROTECTED"):
+        ref_protected = env["GITHUB_REF_PROTECTED"].strip().lower() == "true"
+    return GitHubContext(
+        event=event, repository=repository, ref=ref, sha=sha, default_branch=default_branch,
+        **fields._asdict(), ref_protected=ref_protected, run_id=env.get("GITHUB_RUN_ID"),
+        run_attempt=env.get("GITHUB_RUN_ATTEMPT"), server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
+        inputs=inputs, notes=tuple(notes))
+
+
+def _event(env: Mapping[str, str], o: Overrides, notes: list[str]) -> str:
     actual_event = env.get("GITHUB_EVENT_NAME")
     if o.event and actual_event and o.event != actual_event and env.get("GITHUB_ACTIONS") == "true":
         # Inside a real run, a flag must not turn (say) a pull_request_target run into a trusted push.
@@ -164,14 +189,12 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         raise ContextError("no event: GITHUB_EVENT_NAME is not set")
     if event not in EVENTS:
         raise ContextError(f"event {event!r} is not supported (supported: {', '.join(EVENTS)})")
+    return event
 
-    payload: dict[str, Any] = {}
-    where = "--event-path" if o.event_path else "GITHUB_EVENT_PATH"
-    payload_path = o.event_path or env.get("GITHUB_EVENT_PATH")
-    # A payload written for another event would be misread: only use GitHub's when the event is GitHub's.
-    if payload_path and (o.event_path or not o.event or o.event == env.get("GITHUB_EVENT_NAME")):
-        payload = load_payload(payload_path, where)
 
+def _repository(env: Mapping[str, str], o: Overrides, payload: Mapping[str, Any], where: str, cwd: Path,
+                notes: list[str]) -> str:
+    repository: Any
     if o.repository:
         repository, repository_src = o.repository, "--repository"
     elif env.get("GITHUB_REPOSITORY"):
@@ -200,92 +223,82 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         # A URL form (https://github.com/o/r.git, git@github.com:o/r): keep owner/name only, since
         # the owner names registry namespaces and the slug builds the source URL.
         repository = slug
+    return repository
 
-    default_branch = o.default_branch or _get(payload, "repository.default_branch")
-    pull_request = base_ref = head_ref = head_repository = head_sha = None
-    is_fork: bool | None = None
-    ref = o.ref and _full_ref(o.ref)
-    sha, sha_src = o.sha, "--sha"
 
-    if event in PR_EVENTS:
-        if payload:
-            number = payload.get("number", _get(payload, "pull_request.number"))
-            if not isinstance(number, int):
-                raise ContextError(f"{where}: {event} payload has no pull_request number")
-            pull_request = number
-            base_ref = _require(payload, "pull_request.base.ref", event, where)
-            head_ref = _require(payload, "pull_request.head.ref", event, where)
-            head_sha = _get(payload, "pull_request.head.sha")
-            head_repo = _get(payload, "pull_request.head.repo")
-            base_repo = _require(payload, "pull_request.base.repo", event, where)
-            for side, repo in (("head", head_repo), ("base", base_repo)):
-                if repo is not None and not isinstance(repo, Mapping):
-                    raise ContextError(f"{where}: {event} payload: pull_request.{side}.repo is not an object")
-            if head_repo is None:
-                # The fork was deleted: the head repository is unknown, so it is not ours.
-                is_fork = True
-                notes.append("head repository deleted: treated as a fork")
-            else:
-                head_repository = head_repo.get("full_name")
-                if head_repo.get("id") is not None and base_repo.get("id") is not None:
-                    is_fork = head_repo["id"] != base_repo["id"]
-                else:
-                    is_fork = (head_repository or "").lower() != (base_repo.get("full_name") or "").lower()
-        pull_request = o.pr if o.pr is not None else pull_request
-        base_ref = o.base or base_ref or env.get("GITHUB_BASE_REF") or None
-        head_ref = o.head_ref or head_ref or env.get("GITHUB_HEAD_REF") or None
-        if o.head_repo:
-            try:
-                flag_fork = naming.normalize_slug(o.head_repo) != naming.normalize_slug(repository)
-            except InvalidReferenceError as exc:
-                raise ContextError(f"--head-repo: {exc}") from None
-            if is_fork and not flag_fork:
-                # Least trust wins: a name cannot overrule the payload's repository ids.
-                notes.append("--head-repo names this repository, but the payload's ids say the head is a fork: "
-                             "treated as a fork")
-            head_repository = o.head_repo
-            is_fork = bool(is_fork) or flag_fork
-        if pull_request is None:
-            raise ContextError(f"{event}: no pull request number (pass --pr N or GITHUB_EVENT_PATH)")
-        if not base_ref:
-            raise ContextError(f"{event}: no base branch (pass --base BRANCH or GITHUB_BASE_REF)")
-        if is_fork is None:
-            # Without a payload or --head-repo the source is unknown: assume the least trust.
-            is_fork = True
-            notes.append("head repository unknown (no payload, no --head-repo): treated as a fork")
-        if head_repository:
-            try:
-                naming.normalize_slug(head_repository)
-            except InvalidReferenceError as exc:
-                raise ContextError(f"{'--head-repo' if o.head_repo else where}: {exc}") from None
-        if not ref:
-            ref = env.get("GITHUB_REF") or (
-                f"refs/pull/{pull_request}/merge" if event == "pull_request" else _full_ref(base_ref))
-    elif event == "merge_group":
-        if payload:
-            base_ref = _require(payload, "merge_group.base_ref", event, where)
-            head_ref = _get(payload, "merge_group.head_ref")
-            head_sha = _get(payload, "merge_group.head_sha")
-            if not sha and head_sha:
-                sha, sha_src = head_sha, f"{where} (merge_group.head_sha)"
-            ref = ref or (head_ref and _full_ref(head_ref))
-        base_ref = o.base or base_ref
-        if not base_ref:
-            raise ContextError("merge_group: no base branch (pass --base BRANCH or GITHUB_EVENT_PATH)")
-        base_ref = base_ref.removeprefix("refs/heads/")
-        head_repository = repository
+def _pull_request(event: str, env: Mapping[str, str], o: Overrides, payload: Mapping[str, Any], where: str,
+                  repository: str, notes: list[str]) -> _PullRequestFields:
+    fields = _pull_request_payload(event, payload, where, notes) if payload else _PullRequestFields()
+    pull_request = o.pr if o.pr is not None else fields.pull_request
+    base_ref = o.base or fields.base_ref or env.get("GITHUB_BASE_REF") or None
+    head_ref = o.head_ref or fields.head_ref or env.get("GITHUB_HEAD_REF") or None
+    head_repository, is_fork = fields.head_repository, fields.is_fork
+    if o.head_repo:
+        try:
+            flag_fork = naming.normalize_slug(o.head_repo) != naming.normalize_slug(repository)
+        except InvalidReferenceError as exc:
+            raise ContextError(f"--head-repo: {exc}") from None
+        if is_fork and not flag_fork:
+            # Least trust wins: a name cannot overrule the payload's repository ids.
+            notes.append("--head-repo names this repository, but the payload's ids say the head is a fork: "
+                         "treated as a fork")
+        head_repository = o.head_repo
+        is_fork = bool(is_fork) or flag_fork
+    if pull_request is None:
+        raise ContextError(f"{event}: no pull request number (pass --pr N or GITHUB_EVENT_PATH)")
+    if not base_ref:
+        raise ContextError(f"{event}: no base branch (pass --base BRANCH or GITHUB_BASE_REF)")
+    if is_fork is None:
+        # Without a payload or --head-repo the source is unknown: assume the least trust.
+        is_fork = True
+        notes.append("head repository unknown (no payload, no --head-repo): treated as a fork")
+    if head_repository:
+        try:
+            naming.normalize_slug(head_repository)
+        except InvalidReferenceError as exc:
+            raise ContextError(f"{'--head-repo' if o.head_repo else where}: {exc}") from None
+    return _PullRequestFields(pull_request, base_ref, head_ref, head_repository, fields.head_sha, is_fork)
+
+
+def _pull_request_payload(event: str, payload: Mapping[str, Any], where: str,
+                          notes: list[str]) -> _PullRequestFields:
+    number = payload.get("number", _get(payload, "pull_request.number"))
+    if not isinstance(number, int):
+        raise ContextError(f"{where}: {event} payload has no pull_request number")
+    base_ref = _require(payload, "pull_request.base.ref", event, where)
+    head_ref = _require(payload, "pull_request.head.ref", event, where)
+    head_sha = _get(payload, "pull_request.head.sha")
+    head_repo = _get(payload, "pull_request.head.repo")
+    base_repo = _require(payload, "pull_request.base.repo", event, where)
+    for side, repo in (("head", head_repo), ("base", base_repo)):
+        if repo is not None and not isinstance(repo, Mapping):
+            raise ContextError(f"{where}: {event} payload: pull_request.{side}.repo is not an object")
+    if head_repo is None:
+        # The fork was deleted: the head repository is unknown, so it is not ours.
+        notes.append("head repository deleted: treated as a fork")
+        return _PullRequestFields(number, base_ref, head_ref, None, head_sha, True)
+    head_repository = head_repo.get("full_name")
+    if head_repo.get("id") is not None and base_repo.get("id") is not None:
+        is_fork = head_repo["id"] != base_repo["id"]
     else:
-        if event == "push":
-            ref = ref or payload.get("ref")
-            if not sha and payload.get("after") and payload.get("after") != _ZERO_SHA:
-                sha, sha_src = payload["after"], f"{where} (after)"
-            if payload and payload.get("deleted"):
-                raise ContextError(f"{where}: this push deletes {payload.get('ref')}: there is nothing to build")
-        elif event == "workflow_dispatch":
-            ref = ref or payload.get("ref")
-        head_repository = repository
+        is_fork = (head_repository or "").lower() != (base_repo.get("full_name") or "").lower()
+    return _PullRequestFields(number, base_ref, head_ref, head_repository, head_sha, is_fork)
 
-    ref = ref or env.get("GITHUB_REF") or None
+
+def _merge_group(o: Overrides, payload: Mapping[str, Any], where: str, repository: str) -> _PullRequestFields:
+    base_ref = head_ref = head_sha = None
+    if payload:
+        base_ref = _require(payload, "merge_group.base_ref", "merge_group", where)
+        head_ref = _get(payload, "merge_group.head_ref")
+        head_sha = _get(payload, "merge_group.head_sha")
+    base_ref = o.base or base_ref
+    if not base_ref:
+        raise ContextError("merge_group: no base branch (pass --base BRANCH or GITHUB_EVENT_PATH)")
+    return _PullRequestFields(base_ref=base_ref.removeprefix("refs/heads/"), head_ref=head_ref,
+                              head_repository=repository, head_sha=head_sha)
+
+
+def _ref(ref: str | None, cwd: Path, notes: list[str]) -> str:
     if not ref:
         branch = _git(["symbolic-ref", "--short", "-q", "HEAD"], cwd)
         if branch:
@@ -293,7 +306,10 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
             notes.append("ref: the checked-out git branch")
     if not ref:
         raise ContextError("no ref: GITHUB_REF is not set and git HEAD is not on a branch (pass --ref BRANCH)")
+    return ref
 
+
+def _sha(sha: str | None, sha_src: str, env: Mapping[str, str], cwd: Path, notes: list[str]) -> str:
     if not sha:
         sha, sha_src = env.get("GITHUB_SHA") or None, "GITHUB_SHA"
     if not sha:
@@ -304,19 +320,4 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         raise ContextError("no commit: GITHUB_SHA is not set and this is not a git checkout (pass --sha SHA)")
     if not (isinstance(sha, str) and len(sha) == 40 and all(c in "0123456789abcdef" for c in sha.lower())):
         raise ContextError(f"{sha_src}: {sha!r} is not a 40-hex commit id")
-
-    if not default_branch and event == "schedule" and ref.startswith("refs/heads/"):
-        # GitHub runs scheduled workflows only on the default branch, and sends no repository.
-        default_branch = ref[len("refs/heads/"):]
-        notes.append("default branch: the scheduled run's ref (schedules run on the default branch)")
-
-    inputs = payload.get("inputs") if isinstance(payload.get("inputs"), dict) else {}
-    ref_protected = o.ref_protected
-    if ref_protected is None and env.get("GITHUB_REF_PROTECTED"):
-        ref_protected = env["GITHUB_REF_PROTECTED"].strip().lower() == "true"
-    return GitHubContext(
-        event=event, repository=repository, ref=ref, sha=sha.lower(), default_branch=default_branch,
-        pull_request=pull_request, base_ref=base_ref, head_ref=head_ref, head_repository=head_repository,
-        head_sha=head_sha, is_fork=is_fork, ref_protected=ref_protected, run_id=env.get("GITHUB_RUN_ID"),
-        run_attempt=env.get("GITHUB_RUN_ATTEMPT"), server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
-        inputs=inputs, notes=tuple(notes))
+    return sha.lower()

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 from ghbuild.errors import ContextError
@@ -41,12 +42,17 @@ def runner_kind(env: Mapping[str, str] | None = None) -> str:
     return "local"
 
 
-def _command(name: str, properties: Mapping[str, Any], message: str) -> None:
-    from actions_toolkit.command import issue_command
+def _toolkit() -> Any:
+    """actions_toolkit, imported on first use: ~90 ms that a command run outside Actions never pays."""
+    from actions_toolkit import command, core, file_command
 
+    return SimpleNamespace(command=command, core=core, file_command=file_command)
+
+
+def _command(name: str, properties: Mapping[str, Any], message: str) -> None:
     props = {k: v for k, v in properties.items() if v not in (None, "")}
     with contextlib.redirect_stdout(sys.stderr):
-        issue_command(name, props, message)
+        _toolkit().command.issue_command(name, props, message)
     sys.stderr.flush()
 
 
@@ -67,9 +73,7 @@ def set_output(name: str, value: Any) -> bool:
     """Write a step output. Returns False outside Actions (nothing to write to)."""
     if not _runner_file("GITHUB_OUTPUT"):
         return False
-    from actions_toolkit import core
-
-    core.set_output(name, value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))
+    _toolkit().core.set_output(name, value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))
     return True
 
 
@@ -77,9 +81,7 @@ def export(name: str, value: str) -> bool:
     """Set an environment variable for the job's later steps. Returns False outside Actions."""
     if not _runner_file("GITHUB_ENV"):
         return False
-    from actions_toolkit import core
-
-    core.export_variable(name, value)
+    _toolkit().core.export_variable(name, value)
     return True
 
 
@@ -87,9 +89,7 @@ def add_summary(markdown: str) -> bool:
     """Append Markdown to the job summary. Returns False outside Actions."""
     if not _runner_file("GITHUB_STEP_SUMMARY"):
         return False
-    from actions_toolkit.file_command import issue_file_command
-
-    issue_file_command("STEP_SUMMARY", markdown.rstrip("\n") + "\n")
+    _toolkit().file_command.issue_file_command("STEP_SUMMARY", markdown.rstrip("\n") + "\n")
     return True
 
 
@@ -135,9 +135,7 @@ def commands_off() -> Iterator[None]:
     if not in_actions():
         yield
         return
-    import secrets
-
-    token = secrets.token_hex(16)   # unguessable: the output inside cannot print it to resume commands
+    token = os.urandom(16).hex()   # unguessable: the output inside cannot print it to resume commands
     _command("stop-commands", {}, token)
     try:
         yield

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from ghbuild import naming
 from ghbuild.config.options import PLATFORM_ARCH, ImageOptions, Options
 from ghbuild.errors import UsageError
-from ghbuild.github.context import PR_EVENTS, GitHubContext
+from ghbuild.github.event import PR_EVENTS, GitHubContext
 
 FALLBACK_STABLE_BRANCH = "main"
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ghbuild.config.options import Options
 from ghbuild.errors import PublishError, TrustError, UsageError
-from ghbuild.github.context import PR_EVENTS
+from ghbuild.github.event import PR_EVENTS
 from ghbuild.publish.plans import _nightly_plans, parse_version, trusted_records
 from ghbuild.publish.report import release_notes, render
 from ghbuild.publish.results import PublishRun
