@@ -17,13 +17,14 @@ import re
 import shlex
 import tomllib
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from ghbuild import __version__, naming
 from ghbuild.config import configfile
 from ghbuild.config.options import DEFAULT_SCCACHE_HELPER_IMAGE
 from ghbuild.errors import InvalidReferenceError, UsageError
-from ghbuild.github.context import _git
+from ghbuild.github.git import git_output
 from ghbuild.plan import dockerfile
 
 CONFIG_FILE = configfile.CONFIG_FILE
@@ -104,8 +105,6 @@ def toolkit_pin(explicit: str | None, distribution=None) -> Pin:
             raise UsageError(f"--pin {explicit}: give OWNER/NAME@<40-hex commit> (or @v<version>)")
         return Pin(repository, ref, "--pin")
     if distribution is None:
-        from importlib import metadata
-
         try:
             distribution = metadata.distribution("ghbuild")
         except metadata.PackageNotFoundError:
@@ -116,9 +115,9 @@ def toolkit_pin(explicit: str | None, distribution=None) -> Pin:
     if vcs.get("vcs") == "git" and re.fullmatch(r"[0-9a-f]{40}", vcs.get("commit_id", "")):
         return Pin(_slug_or(direct.get("url"), upstream), vcs["commit_id"], f"pip installed it from {direct['url']}")
     checkout = Path(__file__).resolve().parents[1]
-    sha = _git(["rev-parse", "HEAD"], checkout) if (checkout / ".git").exists() else None
+    sha = git_output(["rev-parse", "HEAD"], checkout) if (checkout / ".git").exists() else None
     if sha:
-        return Pin(_slug_or(_git(["remote", "get-url", "origin"], checkout), upstream), sha,
+        return Pin(_slug_or(git_output(["remote", "get-url", "origin"], checkout), upstream), sha,
                    f"the checkout it runs from ({checkout})")
     if upstream and re.fullmatch(r"\d+(\.\d+)*((a|b|rc)\d+)?", __version__):
         return Pin(upstream, f"v{__version__}", f"its release {__version__}")
@@ -147,7 +146,7 @@ def _slug_or(url: str | None, fallback: str | None) -> str:
 
 def find_dockerfiles(root: Path) -> list[str]:
     """Dockerfiles git knows of (tracked, or untracked and not ignored), else every one below root."""
-    listed = _git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], root)
+    listed = git_output(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], root)
     if listed is not None:
         names = [n for n in listed.split("\0") if n]
     else:
@@ -259,7 +258,7 @@ def adopt(root: Path, pin: Pin, platforms: tuple[str, ...] = DEFAULT_PLATFORMS) 
     unknown = [p for p in platforms if p not in DEFAULT_PLATFORMS]
     if unknown:
         raise UsageError(f"--platform {', '.join(unknown)}: not one of {', '.join(DEFAULT_PLATFORMS)}")
-    origin = _git(["remote", "get-url", "origin"], root)
+    origin = git_output(["remote", "get-url", "origin"], root)
     try:
         repository = naming.normalize_slug(origin) if origin else None
     except InvalidReferenceError:

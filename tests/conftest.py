@@ -80,7 +80,7 @@ class Event:
         env.update(extra)
         return {k: v for k, v in env.items() if v is not None}
 
-    def context(self, overrides: context.Overrides | None = None, **extra: str) -> context.GitHubContext:
+    def context(self, overrides: context.ContextFlags | None = None, **extra: str) -> context.GitHubContext:
         return context.from_environment(self.environ(**extra), overrides, cwd=self.directory)
 
     # ------------------------------------------------------------------ pull request variants

@@ -13,7 +13,7 @@ from ghbuild import render
 from ghbuild.build import audit, buildcmd, buildlog
 from ghbuild.build.report import summarize_sccache
 from ghbuild.build.sccache import SccacheDecision
-from ghbuild.github.context import Overrides, from_environment
+from ghbuild.github.context import ContextFlags, from_environment
 from ghbuild.plan import dockerfile
 from ghbuild.plan.planner import plan
 
@@ -41,7 +41,7 @@ platforms = ["linux/amd64", "linux/arm64"]
 
 
 def _job(tmp_path, **ctx):
-    overrides = Overrides(**{"event": "push", "repository": "org/proj", "ref": "main", "sha": SHA,
+    overrides = ContextFlags(**{"event": "push", "repository": "org/proj", "ref": "main", "sha": SHA,
                              "default_branch": "main", **ctx})
     context = from_environment({}, overrides, tmp_path)
     return plan(context, _options(tmp_path)).job("cpu", "amd64")

@@ -477,7 +477,7 @@ def test_repository_templates_expand_image_and_lower_cased_owner():
 def test_repository_templates_reach_the_plan(tmp_path):
     options = load_text(tmp_path, TWO_IMAGES)
     ctx = context.from_environment(
-        {}, context.Overrides(event="push", repository="Some-Owner/project", ref="main", sha=SHA,
+        {}, context.ContextFlags(event="push", repository="Some-Owner/project", ref="main", sha=SHA,
                               default_branch="main"), tmp_path)
     plan = planner.plan(ctx, options)
     assert plan.job("cpu", "amd64").tags == (f"ghcr.io/some-owner/ci-cpu:{SHA}-x86_64",)
@@ -630,7 +630,7 @@ def test_the_repositorys_own_config_loads_and_plans():
     assert options.config_path == REPO_ROOT / "ghbuild.toml"
     assert options.trust.canonical_repository == "ghbuild/ghbuild"
     ctx = context.from_environment(
-        {}, context.Overrides(event="push", repository="ghbuild/ghbuild", ref="main", sha=SHA,
+        {}, context.ContextFlags(event="push", repository="ghbuild/ghbuild", ref="main", sha=SHA,
                               default_branch="main"), REPO_ROOT)
     plan = planner.plan(ctx, options)
     assert plan.trust.trusted

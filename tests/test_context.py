@@ -8,7 +8,7 @@ import pytest
 from conftest import BASE_REPO, FIXTURE_NAMES, FORK_REPO, FORK_REPO_ID, PR_HEAD_REF, PR_NUMBER
 
 from ghbuild.errors import ContextError
-from ghbuild.github.context import Overrides, from_environment
+from ghbuild.github.context import ContextFlags, from_environment
 
 SHA_MASTER = "266574110acf203503badf966df2ea24b5d732d7"
 SHA_DEV = "860c1904a1ce19322e91ac35af1ab07466440c37"
@@ -126,7 +126,7 @@ def test_github_variables_are_used_without_a_payload(tmp_path):
     env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_REPOSITORY": BASE_REPO, "GITHUB_SHA": "c" * 40,
            "GITHUB_BASE_REF": "main", "GITHUB_HEAD_REF": "topic", "GITHUB_REF": "refs/pull/7/merge",
            "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2"}
-    ctx = from_environment(env, Overrides(pr=7), cwd=tmp_path)
+    ctx = from_environment(env, ContextFlags(pr=7), cwd=tmp_path)
     assert (ctx.pull_request, ctx.base_ref, ctx.head_ref, ctx.ref, ctx.sha) == (
         7, "main", "topic", "refs/pull/7/merge", "c" * 40)
     assert (ctx.run_id, ctx.run_attempt) == ("42", "2")
@@ -138,21 +138,21 @@ def test_github_variables_are_used_without_a_payload(tmp_path):
 # --------------------------------------------------------------------------- flags
 
 @pytest.mark.parametrize(("name", "overrides", "expected"), [
-    ("push_master", Overrides(ref="feature/x"), dict(ref="refs/heads/feature/x", branch="feature/x")),
-    ("push_master", Overrides(ref="refs/tags/v1.2.3"), dict(ref="refs/tags/v1.2.3", branch=None)),
-    ("push_master", Overrides(sha="ABCDEF" + "0" * 34), dict(sha="abcdef" + "0" * 34)),
-    ("push_master", Overrides(repository="octo/other"), dict(repository="octo/other")),
+    ("push_master", ContextFlags(ref="feature/x"), dict(ref="refs/heads/feature/x", branch="feature/x")),
+    ("push_master", ContextFlags(ref="refs/tags/v1.2.3"), dict(ref="refs/tags/v1.2.3", branch=None)),
+    ("push_master", ContextFlags(sha="ABCDEF" + "0" * 34), dict(sha="abcdef" + "0" * 34)),
+    ("push_master", ContextFlags(repository="octo/other"), dict(repository="octo/other")),
     # URL forms are accepted and reduced to owner/name (the owner names registry namespaces).
-    ("push_master", Overrides(repository="https://github.com/Octo/Other.git"), dict(repository="octo/other")),
-    ("push_master", Overrides(default_branch="trunk"), dict(default_branch="trunk")),
-    ("pull_request", Overrides(pr=99), dict(pull_request=99)),
-    ("pull_request", Overrides(base="release"), dict(base_ref="release")),
-    ("pull_request", Overrides(head_ref="other"), dict(head_ref="other")),
-    ("pull_request", Overrides(head_repo="someone/else"), dict(head_repository="someone/else", is_fork=True)),
-    ("merge_group", Overrides(base="refs/heads/release"), dict(base_ref="release")),
-    ("merge_group", Overrides(sha="1" * 40), dict(sha="1" * 40)),
+    ("push_master", ContextFlags(repository="https://github.com/Octo/Other.git"), dict(repository="octo/other")),
+    ("push_master", ContextFlags(default_branch="trunk"), dict(default_branch="trunk")),
+    ("pull_request", ContextFlags(pr=99), dict(pull_request=99)),
+    ("pull_request", ContextFlags(base="release"), dict(base_ref="release")),
+    ("pull_request", ContextFlags(head_ref="other"), dict(head_ref="other")),
+    ("pull_request", ContextFlags(head_repo="someone/else"), dict(head_repository="someone/else", is_fork=True)),
+    ("merge_group", ContextFlags(base="refs/heads/release"), dict(base_ref="release")),
+    ("merge_group", ContextFlags(sha="1" * 40), dict(sha="1" * 40)),
 ], ids=lambda v: (",".join(f"{k}={getattr(v, k)}" for k in v._fields if getattr(v, k) is not None)
-                  if isinstance(v, Overrides) else None))
+                  if isinstance(v, ContextFlags) else None))
 def test_flags_beat_payload_and_env(event, name, overrides, expected):
     ctx = event(name).context(overrides)
     for key, value in expected.items():
@@ -162,12 +162,12 @@ def test_flags_beat_payload_and_env(event, name, overrides, expected):
 def test_head_repo_flag_can_mark_a_same_repository_pr_as_a_fork(event):
     ev = event("pull_request_target").same_repo()
     assert ev.context().is_fork is False
-    assert ev.context(Overrides(head_repo=FORK_REPO)).is_fork is True
+    assert ev.context(ContextFlags(head_repo=FORK_REPO)).is_fork is True
 
 
 def test_head_repo_flag_cannot_clear_a_fork_proven_by_the_payload(event):
     # The payload's repository ids say fork; naming the base repository must not buy write access.
-    ctx = event("pull_request_target").context(Overrides(head_repo=BASE_REPO))
+    ctx = event("pull_request_target").context(ContextFlags(head_repo=BASE_REPO))
     assert ctx.is_fork is True
     assert any("--head-repo" in note for note in ctx.notes)
 
@@ -175,14 +175,14 @@ def test_head_repo_flag_cannot_clear_a_fork_proven_by_the_payload(event):
 def test_event_path_flag_beats_github_event_path(event, tmp_path):
     other = event("push_dev")
     env = event("push_master").environ()
-    ctx = from_environment(env, Overrides(event_path=str(other.source)), cwd=tmp_path)
+    ctx = from_environment(env, ContextFlags(event_path=str(other.source)), cwd=tmp_path)
     assert ctx.ref == "refs/heads/dev"
 
 
 def test_event_flag_for_another_event_ignores_githubs_payload(event, tmp_path):
     # GitHub's payload is a pull_request one; read as workflow_dispatch it would be misread.
     env = event("pull_request").environ()
-    ctx = from_environment(env, Overrides(event="workflow_dispatch", ref="main"), cwd=tmp_path)
+    ctx = from_environment(env, ContextFlags(event="workflow_dispatch", ref="main"), cwd=tmp_path)
     assert (ctx.event, ctx.pull_request, ctx.ref, dict(ctx.inputs)) == ("workflow_dispatch", None,
                                                                         "refs/heads/main", {})
 
@@ -235,13 +235,13 @@ def _error_cases(event, tmp_path):
     return [
         ("unknown event", {**push.environ(), "GITHUB_EVENT_NAME": "issue_comment"}, None,
          ["issue_comment", "not supported"], []),
-        ("unknown --event", push.environ(), Overrides(event="release"), ["release", "not supported"], []),
+        ("unknown --event", push.environ(), ContextFlags(event="release"), ["release", "not supported"], []),
         ("no event in Actions", {**_drop(push.environ(), "GITHUB_EVENT_NAME"), "GITHUB_ACTIONS": "true"}, None,
          ["GITHUB_EVENT_NAME"], []),
         ("malformed JSON", push.environ(GITHUB_EVENT_PATH=_write(tmp_path, "bad.json", '{"ref": ')), None,
          ["GITHUB_EVENT_PATH", "not valid JSON"], []),
         ("malformed JSON via flag", push.environ(),
-         Overrides(event_path=_write(tmp_path, "bad2.json", "{nope")), ["--event-path", "not valid JSON"], []),
+         ContextFlags(event_path=_write(tmp_path, "bad2.json", "{nope")), ["--event-path", "not valid JSON"], []),
         ("payload missing", push.environ(GITHUB_EVENT_PATH=str(tmp_path / "missing.json")), None,
          ["GITHUB_EVENT_PATH", "does not exist"], []),
         ("payload is a list", push.environ(GITHUB_EVENT_PATH=_write(tmp_path, "list.json", "[1, 2]")), None,
@@ -258,18 +258,18 @@ def _error_cases(event, tmp_path):
         ("PR event, no payload, no --pr", {**minimal, "GITHUB_EVENT_NAME": "pull_request",
                                            "GITHUB_BASE_REF": "main"}, None, ["--pr"], []),
         ("PR event, no payload, no base", {**minimal, "GITHUB_EVENT_NAME": "pull_request_target"},
-         Overrides(pr=3), ["--base", "GITHUB_BASE_REF"], []),
+         ContextFlags(pr=3), ["--base", "GITHUB_BASE_REF"], []),
         ("merge_group, no payload, no base", {**minimal, "GITHUB_EVENT_NAME": "merge_group"}, None,
          ["merge_group", "--base"], []),
         ("bad GITHUB_REPOSITORY", push.environ(GITHUB_REPOSITORY="not/a/slug"), None,
          ["GITHUB_REPOSITORY", "not/a/slug"], []),
-        ("bad --repository", push.environ(), Overrides(repository="owner only"), ["--repository"],
+        ("bad --repository", push.environ(), ContextFlags(repository="owner only"), ["--repository"],
          ["GITHUB_REPOSITORY"]),
         ("bad repository in payload", _drop(bad_payload_repo.environ(), "GITHUB_REPOSITORY"), None,
          ["GITHUB_EVENT_PATH", "no slash here"], ["GITHUB_REPOSITORY"]),
-        ("bad --head-repo", pr.environ(), Overrides(head_repo="-bad-/x y"), ["--head-repo"], []),
+        ("bad --head-repo", pr.environ(), ContextFlags(head_repo="-bad-/x y"), ["--head-repo"], []),
         ("bad GITHUB_SHA", event("schedule").environ(GITHUB_SHA="abc123"), None, ["GITHUB_SHA", "abc123"], []),
-        ("bad --sha", push.environ(), Overrides(sha="g" * 40), ["--sha"], ["GITHUB_SHA"]),
+        ("bad --sha", push.environ(), ContextFlags(sha="g" * 40), ["--sha"], ["GITHUB_SHA"]),
         ("bad sha in push payload", bad_after.environ(), None, ["GITHUB_EVENT_PATH", "not-a-sha"], ["GITHUB_SHA"]),
         ("bad head_sha in merge_group payload", bad_mq_sha.environ(), None, ["GITHUB_EVENT_PATH", "zz"],
          ["GITHUB_SHA"]),
@@ -327,7 +327,7 @@ def test_event_flag_cannot_change_the_event_inside_actions(event):
 
     env = event("pull_request_target").environ(GITHUB_ACTIONS="true")
     with pytest.raises(TrustError, match="pull_request_target"):
-        from_environment(env, Overrides(event="push"))
+        from_environment(env, ContextFlags(event="push"))
     # The same flag is fine outside Actions (local use) and when it agrees with GitHub.
     env.pop("GITHUB_ACTIONS")
-    assert from_environment(env, Overrides(event="push")).event == "push"
+    assert from_environment(env, ContextFlags(event="push")).event == "push"

@@ -96,7 +96,7 @@ class Resolver:
 def ident(repo: Path, resolver: Resolver | None = None, env: dict | None = None, arch: str = "amd64",
           base_image: str | None = None) -> identity.Identity:
     options = configfile.load(str(repo / "ghbuild.toml"), env or {}, repo)
-    ctx = context.from_environment({}, context.Overrides(event="push", repository="o/r", ref="main", sha="1" * 40,
+    ctx = context.from_environment({}, context.ContextFlags(event="push", repository="o/r", ref="main", sha="1" * 40,
                                                          default_branch="main"), repo)
     plan = planner.plan(ctx, options)
     job = plan.job("tiny", arch)
@@ -242,7 +242,7 @@ def test_a_config_in_a_subfolder_names_inputs_relative_to_itself(repo):
                                       .replace('"src/**"', '"../src/**"'))
     git(repo, "add", "ci")
     options = configfile.load(str(sub / "ghbuild.toml"), {}, sub)
-    ctx = context.from_environment({}, context.Overrides(event="push", repository="o/r", ref="main", sha="1" * 40,
+    ctx = context.from_environment({}, context.ContextFlags(event="push", repository="o/r", ref="main", sha="1" * 40,
                                                          default_branch="main"), sub)
     job = planner.plan(ctx, options).job("tiny", "amd64")
     result = compute_identity(options, job, Resolver())
@@ -505,7 +505,7 @@ def test_a_base_whose_configured_helper_is_missing_says_what_to_set(helper_repo)
 
     with pytest.raises(ConfigError) as exc:
         options = configfile.load(str(helper_repo / "ghbuild.toml"), {}, helper_repo)
-        ctx = context.from_environment({}, context.Overrides(event="push", repository="o/r", ref="main",
+        ctx = context.from_environment({}, context.ContextFlags(event="push", repository="o/r", ref="main",
                                                              sha="1" * 40, default_branch="main"), helper_repo)
         compute_identity(options, planner.plan(ctx, options).job("tiny", "amd64"), lookup)
     message = str(exc.value)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ghbuild.errors import ContextError
-from ghbuild.github.context import LOCAL_PUSH_NOTE, Overrides, from_environment
+from ghbuild.github.context import LOCAL_PUSH_NOTE, ContextFlags, from_environment
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GIT_IDENT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -49,27 +49,27 @@ def _ghbuild(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProc
 
 
 def test_outside_actions_the_run_is_a_push_of_the_checked_out_branch(checkout):
-    ctx = from_environment({}, Overrides(), checkout)
+    ctx = from_environment({}, ContextFlags(), checkout)
     assert (ctx.event, ctx.ref, ctx.repository) == ("push", "refs/heads/feature/x", "acme/widgets")
     assert ctx.sha == _git(checkout, "rev-parse", "HEAD")
     assert LOCAL_PUSH_NOTE in ctx.notes
 
 
 def test_flags_still_choose_another_run(checkout):
-    ctx = from_environment({}, Overrides(event="schedule", ref="main", repository="org/project"), checkout)
+    ctx = from_environment({}, ContextFlags(event="schedule", ref="main", repository="org/project"), checkout)
     assert (ctx.event, ctx.ref, ctx.repository) == ("schedule", "refs/heads/main", "org/project")
     assert LOCAL_PUSH_NOTE not in ctx.notes
 
 
 def test_inside_actions_a_missing_event_is_still_an_error(checkout):
     with pytest.raises(ContextError, match="GITHUB_EVENT_NAME is not set"):
-        from_environment({"GITHUB_ACTIONS": "true"}, Overrides(), checkout)
+        from_environment({"GITHUB_ACTIONS": "true"}, ContextFlags(), checkout)
 
 
 def test_a_detached_head_needs_ref(checkout):
     _git(checkout, "checkout", "-q", "--detach")
     with pytest.raises(ContextError, match="not on a branch .*--ref"):
-        from_environment({}, Overrides(), checkout)
+        from_environment({}, ContextFlags(), checkout)
 
 
 def test_build_needs_no_flags_and_says_what_it_assumed(checkout):

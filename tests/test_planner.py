@@ -18,7 +18,7 @@ from conftest import BASE_REPO, FORK_REPO, FORK_REPO_ID, Event, event_loader, me
 
 from ghbuild import cli
 from ghbuild.errors import UsageError
-from ghbuild.github.context import EVENTS, Overrides, from_environment
+from ghbuild.github.context import EVENTS, ContextFlags, from_environment
 from ghbuild.naming import TAG_RE
 from ghbuild.plan import planner
 
@@ -274,7 +274,7 @@ def test_pull_request_target_with_a_fork_head_is_read_only_with_a_warning(event,
     elif variant == "fork into other base":
         ev = ev.into_base("release/2.x")
     elif variant == "fork, --head-repo names the base":
-        overrides = Overrides(head_repo=BASE_REPO)
+        overrides = ContextFlags(head_repo=BASE_REPO)
     p = plan_for(ev.context(overrides))
     assert p.trust.trusted is False
     assert p.trust.secrets is False
@@ -326,7 +326,7 @@ def test_without_any_stable_branch_information_main_is_assumed_with_a_warning(tm
     but no run is trusted on that assumption (--default-branch or the payload makes it known)."""
     options = make_options()
     for ref, trusted in (("main", False), ("master", False)):
-        ctx = from_environment({}, Overrides(event="push", repository=BASE_REPO, ref=ref, sha="a" * 40),
+        ctx = from_environment({}, ContextFlags(event="push", repository=BASE_REPO, ref=ref, sha="a" * 40),
                                cwd=tmp_path)
         assert ctx.default_branch is None
         p = planner.plan(ctx, options)

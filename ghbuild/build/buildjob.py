@@ -21,15 +21,16 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ghbuild import naming, render
-from ghbuild.build import buildcmd, builders, buildlog, engine, layer_audit, sccache
+from ghbuild.build import buildcmd, builders, buildlog, engine, ghacache, layer_audit, sccache
 from ghbuild.build.buildrun import BuildRun, local_image, read_metadata
 from ghbuild.build.report import BuildReport, add_sccache_stats, buildx_metadata
-from ghbuild.build.report import check_budgets as check_budgets  # the CLI's name for it, until it imports report
 from ghbuild.config.options import ImageOptions, Options
 from ghbuild.errors import ConfigError, EngineError, InvalidReferenceError
 from ghbuild.github import gha
 from ghbuild.plan import dockerfile
 from ghbuild.plan.planner import Job, Plan
+from ghbuild.registry import client as registry
+from ghbuild.registry.lookup import registry_lookup
 
 
 class BuildRequest(NamedTuple):
@@ -242,13 +243,8 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
     if request.helper_image:
         return request.helper_image, None
     def lookup(ref: str) -> str | None:
-        # The registry layer only for a Dockerfile that declares the helper: start-up of the others.
-        from ghbuild.registry.lookup import registry_lookup
-
-        nonlocal registries
+        nonlocal registries   # a registry client only for a Dockerfile that declares the helper
         if registries is None:
-            from ghbuild.registry import client as registry
-
             registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
         return registry_lookup(registries)(ref)
 
@@ -258,8 +254,6 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
 def _settings(plan: Plan, options: Options, job: Job, client: engine.DockerClient,
               builder: builders.Builder, push: bool, helper: str | None, base_image: str | None,
               secrets: list[buildcmd.Secret], workdir: Path, env: Mapping[str, str]) -> buildcmd.BuildSettings:
-    from ghbuild.build import ghacache
-
     extra_args = {sccache.HELPER_BUILD_ARG: helper} if helper else {}
     if base_image:
         extra_args["BASE_IMAGE"] = base_image

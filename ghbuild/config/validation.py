@@ -4,12 +4,13 @@ errors in words.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ghbuild.config import schema, schema_check
+from ghbuild.config import schema, schema_check, toml_position
 from ghbuild.errors import ConfigError
 
 
@@ -50,8 +51,6 @@ def _located(path: Path, detail: str, key: str | None = None, line: int | None =
              col: int | None = None) -> ConfigError:
     """A ConfigError carrying file, line and column: of `key` as written in `path`, or the ones given."""
     if key is not None:
-        from ghbuild.config import toml_position
-
         try:
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError):
@@ -95,8 +94,6 @@ def _schema_errors(data: dict[str, Any], where: _Where) -> None:
         allowed = set(error.schema.get("properties", {}))
         unknown = sorted(k for k in error.instance if k not in allowed)
         key = _dotted([*path, unknown[0]]) if unknown else _dotted(path)
-        import difflib
-
         hint = difflib.get_close_matches(unknown[0], sorted(allowed), n=1) if unknown else []
         extra = f" (did you mean {hint[0]!r}?)" if hint else ""
         raise where.error(key, f"unknown key{extra}")

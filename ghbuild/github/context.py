@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -20,13 +19,14 @@ from typing import Any, NamedTuple
 from ghbuild import naming
 from ghbuild.errors import ContextError, InvalidReferenceError, TrustError
 from ghbuild.github.event import EVENTS, PR_EVENTS, GitHubContext
+from ghbuild.github.git import git_output
 
 _ZERO_SHA = "0" * 40
 LOCAL_PUSH_NOTE = ("event: a push of the checked-out branch of the 'origin' repository (outside GitHub Actions "
                    "without --event; --event, --ref, --repository and --default-branch choose another run)")
 
 
-class Overrides(NamedTuple):
+class ContextFlags(NamedTuple):
     """Command-line flags for local use; each one beats what GitHub set."""
 
     event: str | None = None
@@ -62,14 +62,6 @@ def _full_ref(ref: str) -> str:
     return ref if ref.startswith("refs/") else f"refs/heads/{ref}"
 
 
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
-
-
 def load_payload(path: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text("utf-8"))
@@ -93,7 +85,7 @@ _LOCAL_ONLY_FLAGS = {"event_path": "--event-path", "repository": "--repository",
                      "default_branch": "--default-branch", "ref_protected": "--ref-protected"}
 
 
-def _refuse_context_flags(o: Overrides) -> None:
+def _refuse_context_flags(o: ContextFlags) -> None:
     given = [flag for field, flag in _LOCAL_ONLY_FLAGS.items() if getattr(o, field) is not None]
     if given:
         raise TrustError(f"{', '.join(given)}: context flags are for local use; inside GitHub Actions the run's "
@@ -111,11 +103,11 @@ class _PullRequestFields(NamedTuple):
     is_fork: bool | None = None
 
 
-def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides | None = None,
+def from_environment(env: Mapping[str, str] | None = None, flags: ContextFlags | None = None,
                      cwd: Path | None = None) -> GitHubContext:
     """Build the context from GITHUB_* variables, the event payload and flags."""
     env = os.environ if env is None else env
-    o = overrides or Overrides()
+    o = flags or ContextFlags()
     cwd = cwd or Path.cwd()
     notes: list[str] = []
 
@@ -171,7 +163,7 @@ def from_environment(env: Mapping[str, str] | None = None, overrides: Overrides 
         inputs=inputs, notes=tuple(notes))
 
 
-def _event(env: Mapping[str, str], o: Overrides, notes: list[str]) -> str:
+def _event(env: Mapping[str, str], o: ContextFlags, notes: list[str]) -> str:
     actual_event = env.get("GITHUB_EVENT_NAME")
     if o.event and actual_event and o.event != actual_event and env.get("GITHUB_ACTIONS") == "true":
         # Inside a real run, a flag must not turn (say) a pull_request_target run into a trusted push.
@@ -192,7 +184,7 @@ def _event(env: Mapping[str, str], o: Overrides, notes: list[str]) -> str:
     return event
 
 
-def _repository(env: Mapping[str, str], o: Overrides, payload: Mapping[str, Any], where: str, cwd: Path,
+def _repository(env: Mapping[str, str], o: ContextFlags, payload: Mapping[str, Any], where: str, cwd: Path,
                 notes: list[str]) -> str:
     repository: Any
     if o.repository:
@@ -202,7 +194,7 @@ def _repository(env: Mapping[str, str], o: Overrides, payload: Mapping[str, Any]
     else:
         repository, repository_src = _get(payload, "repository.full_name"), f"{where} (repository.full_name)"
     if not repository:
-        origin = _git(["remote", "get-url", "origin"], cwd)
+        origin = git_output(["remote", "get-url", "origin"], cwd)
         try:
             repository = naming.normalize_slug(origin) if origin else None
         except InvalidReferenceError:
@@ -226,7 +218,7 @@ def _repository(env: Mapping[str, str], o: Overrides, payload: Mapping[str, Any]
     return repository
 
 
-def _pull_request(event: str, env: Mapping[str, str], o: Overrides, payload: Mapping[str, Any], where: str,
+def _pull_request(event: str, env: Mapping[str, str], o: ContextFlags, payload: Mapping[str, Any], where: str,
                   repository: str, notes: list[str]) -> _PullRequestFields:
     fields = _pull_request_payload(event, payload, where, notes) if payload else _PullRequestFields()
     pull_request = o.pr if o.pr is not None else fields.pull_request
@@ -285,7 +277,7 @@ def _pull_request_payload(event: str, payload: Mapping[str, Any], where: str,
     return _PullRequestFields(number, base_ref, head_ref, head_repository, head_sha, is_fork)
 
 
-def _merge_group(o: Overrides, payload: Mapping[str, Any], where: str, repository: str) -> _PullRequestFields:
+def _merge_group(o: ContextFlags, payload: Mapping[str, Any], where: str, repository: str) -> _PullRequestFields:
     base_ref = head_ref = head_sha = None
     if payload:
         base_ref = _require(payload, "merge_group.base_ref", "merge_group", where)
@@ -300,7 +292,7 @@ def _merge_group(o: Overrides, payload: Mapping[str, Any], where: str, repositor
 
 def _ref(ref: str | None, cwd: Path, notes: list[str]) -> str:
     if not ref:
-        branch = _git(["symbolic-ref", "--short", "-q", "HEAD"], cwd)
+        branch = git_output(["symbolic-ref", "--short", "-q", "HEAD"], cwd)
         if branch:
             ref = _full_ref(branch)
             notes.append("ref: the checked-out git branch")
@@ -313,7 +305,7 @@ def _sha(sha: str | None, sha_src: str, env: Mapping[str, str], cwd: Path, notes
     if not sha:
         sha, sha_src = env.get("GITHUB_SHA") or None, "GITHUB_SHA"
     if not sha:
-        sha, sha_src = _git(["rev-parse", "HEAD"], cwd), "git HEAD"
+        sha, sha_src = git_output(["rev-parse", "HEAD"], cwd), "git HEAD"
         if sha:
             notes.append("sha: the checked-out git commit")
     if not sha:
