@@ -645,4 +645,4 @@ def test_schema_id_is_where_the_file_is_published_and_the_readme_shows_the_edito
     assert schema_id.startswith(prefix)
     published = REPO_ROOT / schema_id.removeprefix(prefix)
     assert json.loads(published.read_text("utf-8")) == schema.document()
-    assert f"#:schema {schema_id}\n" in (REPO_ROOT / "README.md").read_text("utf-8")
+    assert f"#:schema {schema_id}\n" in (REPO_ROOT / "docs" / "configuration.md").read_text("utf-8")
