@@ -181,7 +181,8 @@ def main() -> int:
         print(f"{row:<16}{g:>9.1f}s{p:>9.1f}s{g / p:>7.2f}x")
     for row in ROWS:
         for name in ("ghbuild", "plain"):
-            stages = ", ".join(f"{k} {v:.1f}" for k, v in sorted(stage_seconds.get((row, name), {}).items()) if v >= 0.5)
+            split = sorted(stage_seconds.get((row, name), {}).items())
+            stages = ", ".join(f"{k} {v:.1f}" for k, v in split if v >= 0.5)
             print(f"  stages (s) {row:<15} {name:<8} {stages or '-'}")
     for name, values in exports.items():
         seconds, cold = sum(values) / len(values), mean[("cold", name)]

@@ -281,7 +281,8 @@ def main() -> int:
                 print(f"{label}: act could not evaluate the workflow ({'; '.join(run.act_errors)}): not measured, "
                       "run again", file=sys.stderr)
             else:
-                sys.exit(f"bench: act {label}: {ACT_RACE_ATTEMPTS} runs with act's own evaluation errors; logs in {scratch}")
+                sys.exit(f"bench: act {label}: {ACT_RACE_ATTEMPTS} runs with act's own evaluation errors; "
+                         f"logs in {scratch}")
             failed = {j: r for j, r in run.jobs.items() if r != "succeeded"}
             if run.rc != 0 or failed:
                 print(run.failure_context(), file=sys.stderr)
@@ -316,7 +317,8 @@ def report(results: list[Measured]) -> None:
     names = [j.name for j in results[0].chain]
     for idx, name in enumerate(names):
         rows = [m.chain[idx].split() for m in results if len(m.chain) > idx]
-        print(f"{'  ' + name.rsplit('/', 1)[-1]:<34}" + "".join(f"{med([r[c] for r in rows]):>10.1f}" for c in CATEGORIES)
+        print(f"{'  ' + name.rsplit('/', 1)[-1]:<34}"
+              + "".join(f"{med([r[c] for r in rows]):>10.1f}" for c in CATEGORIES)
               + f"{med([sum(r.values()) for r in rows]):>10.1f}")
     print(f"{'  (act start, gaps between jobs)':<34}{'':>30}"
           f"{med([m.wall - sum(j.end - j.start for j in m.chain) for m in results]):>10.1f}")

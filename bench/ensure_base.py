@@ -12,9 +12,9 @@ in one run:
   ghbuild's usual report work;
 - rebuild+push: the same with `--push` to a scratch tag, as a CI that rebuilds on every run does;
 - fresh-runner rebuild+push: the same after `docker builder prune -af` and removing every local image
-  ghbuild built (they hold the base's layers) and the base, as on a GitHub-hosted runner: every step still CACHED, from the registry
-  layer cache (this prunes the engine's whole build cache: skip it with --no-fresh-runner on a shared
-  engine).
+  ghbuild built (they hold the base's layers) and the base, as on a GitHub-hosted runner: every step still
+  CACHED, from the registry layer cache (this prunes the engine's whole build cache: skip it with
+  --no-fresh-runner on a shared engine).
 
 Prints medians and the skip's share of each rebuild (goal: at most 5 %).
 """

@@ -51,7 +51,8 @@ def timed(cmd: list[str], env: dict[str, str], cwd: str) -> float:
 def summary(samples: list[float]) -> str:
     samples = sorted(samples)
     p90 = samples[int(0.9 * (len(samples) - 1))]
-    return f"median {statistics.median(samples) * 1000:7.1f} ms  p90 {p90 * 1000:7.1f} ms  max {samples[-1] * 1000:7.1f} ms"
+    return (f"median {statistics.median(samples) * 1000:7.1f} ms  p90 {p90 * 1000:7.1f} ms  "
+            f"max {samples[-1] * 1000:7.1f} ms")
 
 
 def main() -> int:
@@ -83,7 +84,8 @@ def main() -> int:
     print(f"config: 2 images x 2 arches -> {jobs} jobs; {args.runs} interleaved cold runs each")
     print(f"python -c pass           {summary(base_s)}")
     print(f"ghbuild plan --json      {summary(plan_s)}")
-    print(f"ratio plan/python        {med_plan / med_base:.2f}x; ghbuild's own share {1000 * (med_plan - med_base):.1f} ms")
+    print(f"ratio plan/python        {med_plan / med_base:.2f}x; "
+          f"ghbuild's own share {1000 * (med_plan - med_base):.1f} ms")
     print(f"heavy imports on the plan path: {', '.join(heavy) or 'none'}")
     ok = med_plan <= GOAL_SECONDS and not heavy
     print(f"goal (median <= {GOAL_SECONDS:.1f} s, no heavy imports): {'met' if ok else 'NOT met'}")

@@ -21,8 +21,9 @@ registries and dockerd from `make infra-up`:
   cross-repository mount, no bytes through the runner); (3) a republish: the hub already holds this nightly,
   every blob, manifest and tag, as the same tool left it in an untimed run just before (a rerun of a
   nightly job); (4) the hub has every blob but none of the tags (a nightly whose layers all exist: ghbuild
-  writes four new tags, so it takes its publish lease, whose settle time dominates). For the reference, the seed also holds the engine's own recompressed blobs from scenario 1: `docker push`
-  recompresses layers and checks whichever digest its metadata prefers, so this is its best case.
+  writes four new tags, so it takes its publish lease, whose settle time dominates). For the reference, the
+  seed also holds the engine's own recompressed blobs from scenario 1: `docker push` recompresses layers
+  and checks whichever digest its metadata prefers, so this is its best case.
 - Wall time: each tool straight to the registries, `--repeats` runs of skopeo, ghbuild and the floor and
   `--reference-runs` of the reference per scenario (median), interleaved (the order flips per round and per
   scenario). Every measurement's hub repository is emptied right after it, so no later run can mount from it
@@ -33,10 +34,11 @@ registries and dockerd from `make infra-up`:
 - Where the time goes: CPU seconds of the tool, dockerd and both registries during each run (/proc), the
   reference's and skopeo's per-command times, ghbuild's own log lines timestamped as they arrive.
 
-Goals (from the issues): ghbuild >= 10x faster than (a), <= 1.2x (b)'s time (scenarios 1, 2), <= 1.5x in a republish (3), <= 1 % of the image bytes through
-the runner when the layers already exist. Prints the table and "goal met/NOT met" lines; exits 0 after printing
-(a measurement), 2 when the setup itself fails. Deletes every repository it created (manifests and blob links
-through the API) and its local images at the end, also on failure.
+Goals (from the issues): ghbuild >= 10x faster than (a), <= 1.2x (b)'s time (scenarios 1, 2), <= 1.5x in a
+republish (3), <= 1 % of the image bytes through the runner when the layers already exist. Prints the table
+and "goal met/NOT met" lines; exits 0 after printing (a measurement), 2 when the setup itself fails. Deletes
+every repository it created (manifests and blob links through the API) and its local images at the end, also
+on failure.
 
 ghbuild is the development venv's (.venv/bin/ghbuild, an editable install whose import hook costs every start
 ~25 ms) unless `--installed`: then the bench first installs ghbuild the way the setup action does in a job
@@ -257,13 +259,14 @@ def source_layers() -> dict[str, dict]:
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:   # zlib and hashlib release the GIL
         present = [n for n in wanted if ok(n)]
-        digests = dict(zip(present, pool.map(lambda n: _sha256_file(CACHE_DIR / f"{n}.tar.gz"), present)))
+        digests = dict(zip(present, pool.map(lambda n: _sha256_file(CACHE_DIR / f"{n}.tar.gz"), present),
+                           strict=True))
         todo = [n for n in wanted if not (n in digests and digests[n] == layers[n]["digest"])]
         if todo:
             log(f"generating {len(todo)} layer blob(s) into {CACHE_DIR} (random data, gzip -1; cached for next runs)")
             t0 = time.monotonic()
             made = pool.map(lambda n: _generate_layer(CACHE_DIR / f"{n}.tar.gz", *wanted[n]), todo)
-            layers.update(zip(todo, made))
+            layers.update(zip(todo, made, strict=True))
             index_path.write_text(json.dumps({"key": key, "layers": {n: layers[n] for n in wanted}}, indent=1))
             log(f"generated in {time.monotonic() - t0:.1f} s")
     return {n: dict(layers[n], path=str(CACHE_DIR / f"{n}.tar.gz")) for n in wanted}
@@ -604,7 +607,8 @@ class Bench:
                 for digest in {d for ds in own.values() for d in ds}:
                     self.mount(self.seed_repo, digest, m.repo)
                 self.recompressed = own
-                same = sum(d == layer["digest"] for a in ARCHES for d, layer in zip(own[a], self.images[a].layers))
+                same = sum(d == layer["digest"]
+                           for a in ARCHES for d, layer in zip(own[a], self.images[a].layers, strict=True))
                 m.notes.append(f"the engine pushed its own recompressed layers ({4 - same} of 4 digests differ "
                                "from staging)")
             elif own != self.recompressed:
@@ -842,7 +846,7 @@ class Bench:
             self.remove_local_images()
         except Exception as exc:
             log(f"cleanup: local images: {exc}")
-        repos = [(self.hub, r) for r in dict.fromkeys(self.hub_repos + [self.seed_repo])]
+        repos = [(self.hub, r) for r in dict.fromkeys([*self.hub_repos, self.seed_repo])]
         repos.append((self.staging, self.staging_repo))
         manifests = blobs = failures = 0
         for reg, repo in repos:
@@ -967,7 +971,8 @@ def report(bench: Bench, command: str) -> None:
                              f"{g['seconds'] - s['seconds']:+.2f} s "
                              + (f"(goal <= {goal}x)" if goal else "[no goal in this scenario; informative]")))
         if scenario == REPUBLISH and "seconds" in f and "seconds" in s:
-            floors.append(f"scenario {scenario}: starting ghbuild's interpreter to do nothing takes {f['seconds']:.3f} s, "
+            floors.append(f"scenario {scenario}: starting ghbuild's interpreter to do nothing takes "
+                          f"{f['seconds']:.3f} s, "
                           f"{f['seconds'] / s['seconds']:.2f}x skopeo's whole republish"
                           + (f"; ghbuild takes {g['seconds'] - f['seconds']:+.3f} s over it" if "seconds" in g else ""))
         if "seconds" in f and "seconds" in d:

@@ -45,7 +45,8 @@ def by_hand(dockerfile: str) -> str:
                 f"        export SCCACHE_SERVER_PORT={_PORTS[stage]} SCCACHE_IDLE_TIMEOUT=0 {launchers} "
                 f"RUSTC_WRAPPER={SCCACHE} CARGO_INCREMENTAL=0; \\\n"
                 f"        {SCCACHE} --start-server; \\\n{body}; \\\n"
-                f"        printf \"ghbuild-sccache-stats {{\\\"stage\\\":\\\"{stage}\\\",\\\"mode\\\":\\\"$GHBUILD_SCCACHE_MODE\\\","
+                f"        printf \"ghbuild-sccache-stats {{\\\"stage\\\":\\\"{stage}\\\","
+                "\\\"mode\\\":\\\"$GHBUILD_SCCACHE_MODE\\\","
                 f"\\\"sccache\\\":%s}}\\n\" \"$({SCCACHE} --show-stats --stats-format=json)\" >&2; \\\n"
                 f"        {SCCACHE} --stop-server'\n")
 

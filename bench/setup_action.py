@@ -95,7 +95,7 @@ def main() -> int:
         archives = {}
         for extras, label in (("all", "full"), ("", "light")):
             samples = []
-            for i in range(args.cold_runs):
+            for _ in range(args.cold_runs):
                 rt = tmp / f"runner-temp-{label}"   # one path per variant, as RUNNER_TEMP on a hosted runner
                 shutil.rmtree(rt, ignore_errors=True)
                 rt.mkdir()
@@ -112,7 +112,7 @@ def main() -> int:
             archives[label] = (archive, time.perf_counter() - start)
         for label, (archive, pack_s) in archives.items():
             unpack, total = [], []
-            for i in range(args.warm_runs):
+            for _ in range(args.warm_runs):
                 rt = tmp / f"warm-runner-temp-{label}"   # a fresh job, RUNNER_TEMP elsewhere than the cold run's
                 shutil.rmtree(rt, ignore_errors=True)
                 rt.mkdir()
@@ -130,8 +130,8 @@ def main() -> int:
                          f"{statistics.median(unpack):.2f} s, packing took {pack_s:.1f} s"))
     print(f"setup.py in a fresh RUNNER_TEMP, PIP_NO_CACHE_DIR=1, no uv on PATH ({args.python})")
     for name, samples, note in rows:
-        print(f"{name:<38} median {statistics.median(samples):6.2f} s  (min {min(samples):.2f}, max {max(samples):.2f}, "
-              f"n={len(samples)})  {note}")
+        print(f"{name:<38} median {statistics.median(samples):6.2f} s  "
+              f"(min {min(samples):.2f}, max {max(samples):.2f}, n={len(samples)})  {note}")
     cold = min(statistics.median(r[1]) for r in rows if r[0].startswith("cold"))
     warm = max(statistics.median(r[1]) for r in rows if r[0].startswith("warm"))
     print(f"goal cold <= {COLD_GOAL:.0f} s (light): {'met' if cold <= COLD_GOAL else 'NOT met'} ({cold:.2f} s); "

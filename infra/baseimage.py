@@ -200,11 +200,14 @@ def _sources_file(mirror: dict) -> str:
     keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
     paras = []
     suites = [suite] + ([f"{suite}-updates"] if mirror.get("updates") == mirror["mirror"] else [])
-    paras.append(f"Types: deb\nURIs: {mirror['mirror']}\nSuites: {' '.join(suites)}\nComponents: main\nSigned-By: {keyring}\n")
+    paras.append(f"Types: deb\nURIs: {mirror['mirror']}\nSuites: {' '.join(suites)}\n"
+                 f"Components: main\nSigned-By: {keyring}\n")
     if mirror.get("updates") and mirror["updates"] != mirror["mirror"]:
-        paras.append(f"Types: deb\nURIs: {mirror['updates']}\nSuites: {suite}-updates\nComponents: main\nSigned-By: {keyring}\n")
+        paras.append(f"Types: deb\nURIs: {mirror['updates']}\nSuites: {suite}-updates\n"
+                     f"Components: main\nSigned-By: {keyring}\n")
     if mirror.get("security"):
-        paras.append(f"Types: deb\nURIs: {mirror['security']}\nSuites: {suite}-security\nComponents: main\nSigned-By: {keyring}\n")
+        paras.append(f"Types: deb\nURIs: {mirror['security']}\nSuites: {suite}-security\n"
+                     f"Components: main\nSigned-By: {keyring}\n")
     return "# written by ghbuild.infra: the mirror apt uses on the machine that made this image\n" + "\n".join(paras)
 
 
@@ -255,7 +258,8 @@ def _postprocess(root: Path, mirror: dict) -> None:
     if conf:
         lines = [f'{k} "{v}";' for k, v in sorted(conf.items())]
         (apt / "apt.conf.d").mkdir(parents=True, exist_ok=True)
-        (apt / "apt.conf.d" / "99ghbuild-host").write_text("// copied by ghbuild.infra from the host apt config\n" + "\n".join(lines) + "\n")
+        (apt / "apt.conf.d" / "99ghbuild-host").write_text(
+            "// copied by ghbuild.infra from the host apt config\n" + "\n".join(lines) + "\n")
     # Files copied from the host, and caches from the bootstrap.
     for rel in ("etc/resolv.conf",):
         p = root / rel
@@ -264,7 +268,8 @@ def _postprocess(root: Path, mirror: dict) -> None:
         p.write_text("")
     (root / "etc" / "hosts").write_text("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
     (root / "etc" / "hostname").write_text("localhost\n")
-    for pattern_dir, keep in (("var/cache/apt/archives", {"partial", "lock"}), ("var/lib/apt/lists", {"partial", "lock"})):
+    for pattern_dir, keep in (("var/cache/apt/archives", {"partial", "lock"}),
+                              ("var/lib/apt/lists", {"partial", "lock"})):
         d = root / pattern_dir
         if d.is_dir():
             for child in d.iterdir():
@@ -297,7 +302,8 @@ def make_rootfs(arch: str, mirror: dict, key: str) -> dict:
     root.mkdir(parents=True)
     log = logs_dir() / f"debootstrap-{arch}.log"
     started = time.monotonic()
-    info(f"base-images: debootstrap --variant=minbase --arch={arch} {mirror['suite']} from {mirror['mirror']} (log: {log})")
+    info(f"base-images: debootstrap --variant=minbase --arch={arch} {mirror['suite']} from {mirror['mirror']} "
+         f"(log: {log})")
     env = dict(os.environ)
     env["DEBIAN_FRONTEND"] = "noninteractive"
     proxy = (mirror.get("apt_conf") or {}).get("Acquire::http::Proxy")
@@ -436,7 +442,8 @@ def build_image(arch: str, meta: dict) -> None:
     data = image_info(local_tag(arch))
     if not data or data.get("Architecture") != arch:
         got = data.get("Architecture") if data else "nothing"
-        raise InfraError(f"base-images/build-{arch}", f"built {local_tag(arch)} but its architecture is {got}, not {arch}")
+        raise InfraError(f"base-images/build-{arch}",
+                         f"built {local_tag(arch)} but its architecture is {got}, not {arch}")
 
 
 def check_uname(arch: str) -> None:
@@ -452,7 +459,8 @@ def check_uname(arch: str) -> None:
         detail = one_line((proc.stderr or "").strip() or got, 200)
         raise InfraError(
             f"base-images/run-{arch}",
-            f"`docker run --platform linux/{arch} {local_tag(arch)} uname -m` gave {got!r}, want {UNAME[arch]!r}: {detail}",
+            f"`docker run --platform linux/{arch} {local_tag(arch)} uname -m` gave {got!r}, "
+            f"want {UNAME[arch]!r}: {detail}",
         )
 
 
@@ -471,7 +479,8 @@ def check_apt(arch: str) -> None:
 def ensure_base_images(arches=("amd64", "arm64")) -> dict[str, dict]:
     mirror = find_mirror()
     info(
-        f"base-images: mirror {mirror['mirror']} (updates: {mirror['updates'] or '-'}, security: {mirror['security'] or '-'})"
+        f"base-images: mirror {mirror['mirror']} "
+        f"(updates: {mirror['updates'] or '-'}, security: {mirror['security'] or '-'})"
     )
     keys = {arch: rootfs_key(mirror, arch) for arch in arches}
     todo = [a for a in arches if not image_ok(a, keys[a])]

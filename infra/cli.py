@@ -55,7 +55,8 @@ def local_env(p: dict[str, int], sccache: Path, rocm_standin: str, helper: str) 
         # rocm-base builds FROM the CPU stand-in, with a small framework instead of PyTorch for ROCm
         # (the PyTorch wheel index is not reachable here).
         "GHBUILD_IMAGES_ROCM_BASE_BASE_IMAGE": rocm_standin,
-        "GHBUILD_IMAGES_ROCM_BASE_BUILD_ARGS": "FRAMEWORK_SPEC=numpy==1.26.4,FRAMEWORK_INDEX_URL=,FRAMEWORK_IMPORT=numpy",
+        "GHBUILD_IMAGES_ROCM_BASE_BUILD_ARGS": ("FRAMEWORK_SPEC=numpy==1.26.4,FRAMEWORK_INDEX_URL=,"
+                                                "FRAMEWORK_IMPORT=numpy"),
         "GHBUILD_LOCAL_BASE_IMAGE_AMD64": baseimage.local_tag("amd64"),
         "GHBUILD_LOCAL_BASE_IMAGE_ARM64": baseimage.local_tag("arm64"),
         "GHBUILD_LOCAL_STAGING": staging,
@@ -174,14 +175,16 @@ def cmd_status(_args: argparse.Namespace) -> int:
     ok &= bool(buildx)
 
     entry = engine.binfmt_entry()
-    rows.append(("binfmt", "enabled" if entry.get("enabled") else "DISABLED", f"qemu-aarch64 flags {entry.get('flags:', '-')}"))
+    rows.append(("binfmt", "enabled" if entry.get("enabled") else "DISABLED",
+                 f"qemu-aarch64 flags {entry.get('flags:', '-')}"))
     ok &= bool(entry.get("enabled"))
 
     if answers:
         for arch in ("amd64", "arm64"):
             data = baseimage.image_info(baseimage.local_tag(arch))
             got = data.get("Architecture") if data else None
-            rows.append(("image", "present" if got == arch else "MISSING", f"{baseimage.local_tag(arch)} ({got or '-'})"))
+            rows.append(("image", "present" if got == arch else "MISSING",
+                         f"{baseimage.local_tag(arch)} ({got or '-'})"))
             ok &= got == arch
 
     for role in ("staging", "hub"):

@@ -131,7 +131,8 @@ def ensure_dockerd(state: dict) -> None:
     if rec is None:
         other = _pidfile_alive()
         if other:
-            info(f"dockerd: pid {other} (not ours) is alive but not answering; waiting up to {DOCKERD_START_TIMEOUT:.0f} s")
+            info(f"dockerd: pid {other} (not ours) is alive but not answering; "
+                 f"waiting up to {DOCKERD_START_TIMEOUT:.0f} s")
             if wait_until(docker_answers, timeout=DOCKERD_START_TIMEOUT, interval=1):
                 state["dockerd_external"] = True
                 info("dockerd: answering now (not started by us)")

@@ -179,10 +179,10 @@ def ensure_base_index(port: int, arches=("amd64", "arm64")) -> str:
     ref = f"{LOOPBACK}:{port}/{BASE_INDEX_REPO}:{BASE_INDEX_TAG}"
     local_ids = {a: _local_image_id(a) for a in arches}
     current = index_platforms(port)
-    if current is not None and set(current) == set(arches):
-        if all(local_ids[a] in _image_ids(port, BASE_INDEX_REPO, current[a]["digest"]) for a in arches):
-            info(f"base-index: {ref} present ({'+'.join(arches)})")
-            return ref
+    if (current is not None and set(current) == set(arches)
+            and all(local_ids[a] in _image_ids(port, BASE_INDEX_REPO, current[a]["digest"]) for a in arches)):
+        info(f"base-index: {ref} present ({'+'.join(arches)})")
+        return ref
     log = logs_dir() / "push.log"
     descriptors = []
     for arch in arches:
@@ -194,7 +194,8 @@ def ensure_base_index(port: int, arches=("amd64", "arm64")) -> str:
             try:
                 run([DOCKER_CLI, "push", remote], step_name="base-index", env=docker_env(), log=log, timeout=900)
             finally:
-                run([DOCKER_CLI, "image", "rm", remote], step_name="base-index", env=docker_env(), timeout=60, check=False)
+                run([DOCKER_CLI, "image", "rm", remote], step_name="base-index", env=docker_env(), timeout=60,
+                    check=False)
         descriptors.append(platform_descriptor(port, BASE_INDEX_REPO, arch_tag, arch, "base-index", log))
     put_index(port, BASE_INDEX_REPO, BASE_INDEX_TAG, descriptors, "base-index")
     info(f"base-index: created {ref} ({'+'.join(arches)}, verified via /v2/ API)")
