@@ -69,8 +69,8 @@ def _run(log: str, rc: int = 0) -> harness.ActRun:
 def test_a_job_act_skipped_for_its_own_evaluation_error_fails_with_acts_line():
     run = _run(RACED_LOG)
     assert run.act_errors == ["images/build images/cpu-arm64: Error while evaluating runs-on: yaml: unmarshal errors:"]
-    with pytest.raises(AssertionError, match="act could not evaluate the workflow: .*cpu-arm64: Error while "
-                                             "evaluating runs-on"):
+    with pytest.raises(AssertionError, match=r"act could not evaluate the workflow: .*cpu-arm64: Error while "
+                                             r"evaluating runs-on"):
         harness.assert_green(run, {"/cpu-amd64", "/cpu-arm64"})
 
 

@@ -31,7 +31,8 @@ BAD_FLAGS = [
     ["plan", *CONTEXT, "--event", "bogus"], ["plan", *CONTEXT, "--repository", "not a slug"],
     ["plan", *CONTEXT, "--sha", "zzz"], ["plan", *CONTEXT, "--ref-protected", "maybe"],
     ["plan", *CONTEXT, "--image", "nope"], ["plan", *CONTEXT, "--event-path", "/nonexistent/event.json"],
-    ["plan", *CONTEXT, "--event-path", "garbage.bin"],     ["plan", *CONTEXT, "--config", "/nonexistent.toml"], ["plan", *CONTEXT, "--config", "."],
+    ["plan", *CONTEXT, "--event-path", "garbage.bin"], ["plan", *CONTEXT, "--config", "/nonexistent.toml"],
+    ["plan", *CONTEXT, "--config", "."],
     ["matrix", *CONTEXT, "--arch", "riscv"], ["build", *CONTEXT], ["build", "--image", "app", "--arch", "amd64",
                                                                    "--record", "/etc/x.json", *CONTEXT],
     ["build", "--image", "nope", "--arch", "amd64", "--dry-run", *CONTEXT],
@@ -71,7 +72,8 @@ BAD_VALUES = [
     'size-budget = "huge"', "size-budget = -1", 'stage-budgets = { x = "lots" }', 'platforms = ["linux/s390"]',
     'platforms = "linux/amd64"', "platforms = []", "runners.amd64 = []", 'runners.amd64 = ["a b"]',
     "build-args = { X = 1 }", 'build-args = { "bad name" = "x" }', 'build-args = { GITHUB_TOKEN = "x" }',
-    'staging = "{nope}/x"', 'staging = "UPPER/Case"', 'staging = "UPPER/{image}"', 'dockerfile = "../../etc/passwd"', 'context = "/"',
+    'staging = "{nope}/x"', 'staging = "UPPER/Case"', 'staging = "UPPER/{image}"', 'dockerfile = "../../etc/passwd"',
+    'context = "/"',
     'base = "nope"', "identity = { version = 1 }", 'target = ""', 'dockerfle = "x"', "dockerfile = 3",
 ]
 BAD_TOP_LEVEL = [

@@ -20,7 +20,8 @@ case "$*" in
   "--context "*" info"*) [ -e "$FAKE_DIR/classic" ] && echo '[["Backing Filesystem","extfs"]]' \
                            || echo '[["driver-type","io.containerd.snapshotter.v1"]]' ;;
   "buildx create "*)
-     [ -e "$FAKE_DIR/no-create" ] && { echo 'ERROR: failed to resolve reference "docker.io/moby/buildkit"' >&2; exit 1; }
+     [ -e "$FAKE_DIR/no-create" ] && {
+       echo 'ERROR: failed to resolve reference "docker.io/moby/buildkit"' >&2; exit 1; }
      set -- $*; echo "$4" >> "$FAKE_DIR/builders" ;;
   "context create "*) set -- $*; echo "$3" >> "$FAKE_DIR/contexts" ;;
   "context inspect "*) echo "tcp://127.0.0.1:2375" ;;
@@ -93,7 +94,8 @@ def test_github_hosted_runners_get_a_docker_container_builder_per_trust_level(fa
 def test_a_builder_that_cannot_be_created_is_one_line_naming_build_builder(fake, tmp_path):
     (tmp_path / "no-create").write_text("")
     with pytest.raises(EngineError) as caught:
-        builders.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path, RUNNER_ENVIRONMENT="github-hosted"))
+        builders.resolve_builder(fake, None, "host", trusted=True,
+                                 env=env(tmp_path, RUNNER_ENVIRONMENT="github-hosted"))
     message = str(caught.value)
     assert "\n" not in message and message.startswith("build.builder is not set, so ghbuild creates the "
                                                       "docker-container builder ghbuild")
@@ -216,7 +218,8 @@ def test_an_untrusted_build_in_actions_never_gets_the_named_or_a_remote_builder(
     builder = builders.resolve_builder(fake, setting, "host", trusted=False,
                                             env=env(tmp_path, RUNNER_ENVIRONMENT=runner, **ACTIONS))
     assert builder.name.startswith("ghbuild-untrusted") and builder.driver == "docker-container"
-    assert not any(call.startswith(("context create", "buildx create --name ghbuild-remote")) for call in asked(tmp_path))
+    assert not any(call.startswith(("context create", "buildx create --name ghbuild-remote"))
+                   for call in asked(tmp_path))
     assert not any(call.endswith(f" {setting}") for call in asked(tmp_path) if call.startswith("buildx inspect"))
 
 

@@ -290,9 +290,9 @@ def error_cases(event, tmp_path):
 
 
 ERROR_CASE_IDS = [
-    "unknown event", "unknown --event", "no event in Actions", "malformed JSON", "malformed JSON via flag", "payload missing",
-    "payload is a list", "payload is a string", "PR payload without base", "PR base repo not an object",
-    "PR head repo not an object", "PR payload without number", "PR head repo not a slug",
+    "unknown event", "unknown --event", "no event in Actions", "malformed JSON", "malformed JSON via flag",
+    "payload missing", "payload is a list", "payload is a string", "PR payload without base",
+    "PR base repo not an object", "PR head repo not an object", "PR payload without number", "PR head repo not a slug",
     "PR event, no payload, no --pr", "PR event, no payload, no base", "merge_group, no payload, no base",
     "bad GITHUB_REPOSITORY", "bad --repository", "bad repository in payload", "bad --head-repo", "bad GITHUB_SHA",
     "bad --sha", "bad sha in push payload", "bad head_sha in merge_group payload", "push deleting the branch",

@@ -17,13 +17,16 @@ def fake_docker(folder: Path, name: str, client: str, server: str | None, buildx
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     server_part = (f'printf "%s\\n%s\\n" "{client}" "{server}"' if server else
-                   f'printf "%s\\n\\n" "{client}"; echo "Cannot connect to the Docker daemon at unix:///x.sock" >&2; exit 1')
+                   f'printf "%s\\n\\n" "{client}"; '
+                   'echo "Cannot connect to the Docker daemon at unix:///x.sock" >&2; exit 1')
+    buildx_part = ('echo "github.com/docker/buildx v0.19.0"' if buildx else
+                   'echo "docker: buildx is not a docker command" >&2; exit 1')
     path.write_text(f"""#!/bin/sh
 echo "$*" >> "{folder}/asked"
 case "$1" in
   --version) echo "Docker version {client}, build 0123abc" ;;
   version) case "$3" in *Client.Version*Server*) {server_part} ;; *) echo "unexpected format $3" >&2; exit 2 ;; esac ;;
-  buildx) {'echo "github.com/docker/buildx v0.19.0"' if buildx else 'echo "docker: buildx is not a docker command" >&2; exit 1'} ;;
+  buildx) {buildx_part} ;;
   *) exit 3 ;;
 esac
 """)

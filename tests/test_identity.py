@@ -42,18 +42,18 @@ FROM base AS consumer
 RUN echo "a stage the base does not build"
 """
 
-CONFIG = """\
+CONFIG = f"""\
 [registries]
-staging = "127.0.0.1:5000/test/{image}"
+staging = "127.0.0.1:5000/test/{{image}}"
 
 [images.tiny]
 dockerfile = "Dockerfile"
 target = "base"
 platforms = ["linux/amd64", "linux/arm64"]
-base-image = "%s"
-build-args = { FLAVOUR = "plain" }
-identity = { version = "1", inputs = ["src/**", "tools/run.sh", "tools/link", "later/*.txt"] }
-""" % BASE
+base-image = "{BASE}"
+build-args = {{ FLAVOUR = "plain" }}
+identity = {{ version = "1", inputs = ["src/**", "tools/run.sh", "tools/link", "later/*.txt"] }}
+"""
 
 
 def git(repo: Path, *args: str) -> str:

@@ -68,7 +68,7 @@ def test_inside_actions_a_missing_event_is_still_an_error(checkout):
 
 def test_a_detached_head_needs_ref(checkout):
     _git(checkout, "checkout", "-q", "--detach")
-    with pytest.raises(ContextError, match="not on a branch .*--ref"):
+    with pytest.raises(ContextError, match=r"not on a branch .*--ref"):
         from_environment({}, ContextFlags(), checkout)
 
 
@@ -79,8 +79,8 @@ def test_build_needs_no_flags_and_says_what_it_assumed(checkout):
     sha = _git(checkout, "rev-parse", "HEAD")
     tags = json.loads(result.stdout)["tags"]
     # No default branch known locally: not trusted, so only the branch's own preview scope is written.
-    assert tags and all(t.startswith("ghcr.io/acme/ghbuild-cpu-untrusted:preview-feature_x-") and t.endswith(f"{sha}-x86_64")
-                        for t in tags), tags
+    assert tags and all(t.startswith("ghcr.io/acme/ghbuild-cpu-untrusted:preview-feature_x-")
+                        and t.endswith(f"{sha}-x86_64") for t in tags), tags
 
 
 def test_plan_json_carries_the_note_and_the_table_shows_it_once(checkout):

@@ -59,8 +59,11 @@ def test_the_command_sets_them_for_the_later_steps_and_writes_nothing_on_error(p
     github_env.write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GHBUILD_"))}
     env.update(GITHUB_ACTIONS="true", GITHUB_ENV=str(github_env))
-    run = lambda text: subprocess.run([sys.executable, "-m", "ghbuild", "overrides", text], cwd=project, env=env,
-                                      capture_output=True, text=True, timeout=60)
+
+    def run(text):
+        return subprocess.run([sys.executable, "-m", "ghbuild", "overrides", text], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=60)
+
     bad = run("sccache.bucket=b\nsccache.nope=1")
     assert bad.returncode == 3 and github_env.read_text() == ""
     good = run("sccache.bucket = my-bucket\nimages.cpu.target=sccache\n")

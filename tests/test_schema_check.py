@@ -72,7 +72,7 @@ def _containers(node, path=()):
 def _mutate(data: dict, rng: random.Random, names: list[str]) -> dict:
     data = copy.deepcopy(data)
     for _ in range(rng.randint(1, 3)):
-        path, node = rng.choice(list(_containers(data)))
+        _path, node = rng.choice(list(_containers(data)))
         value = copy.deepcopy(rng.choice(_VALUES))
         if isinstance(node, list):
             if node and rng.random() < 0.5:

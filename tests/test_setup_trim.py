@@ -45,7 +45,8 @@ def test_trimmed_botocore_still_makes_every_client_ghbuild_and_its_credential_ch
     assert {"s3", "ecr", "sts", "sso", "sso-oidc"} <= set(services)
     code = ("import sys, boto3, botocore, botocore.exceptions\n"
             f"assert botocore.__file__.startswith({str(site)!r}), botocore.__file__\n"
-            "session = boto3.session.Session(region_name='us-east-1', aws_access_key_id='k', aws_secret_access_key='s')\n"
+            "session = boto3.session.Session(region_name='us-east-1', aws_access_key_id='k',"
+            " aws_secret_access_key='s')\n"
             "for name in sys.argv[1:]:\n"
             "    session.client(name, endpoint_url='http://127.0.0.1:9')\n"
             "try:\n"

@@ -90,9 +90,7 @@ class Rule:
             return False
         if self.content_length is not None and length != self.content_length:
             return False
-        if self.min_content_length is not None and (length is None or length < self.min_content_length):
-            return False
-        return True
+        return not (self.min_content_length is not None and (length is None or length < self.min_content_length))
 
     def in_window(self) -> bool:
         n = self.occurrences
@@ -390,7 +388,8 @@ class FaultProxy(LoopbackService):
             payload = json.dumps({"errors": [{"code": code, "message": f"injected by faultproxy ({rule.name})",
                                               "detail": None}]}).encode()
         try:
-            state["resp"] = reply(h, status, payload, {"Content-Type": "application/json; charset=utf-8", **rule.headers})
+            state["resp"] = reply(h, status, payload,
+                                  {"Content-Type": "application/json; charset=utf-8", **rule.headers})
         except OSError as exc:
             raise _ClientGone(str(exc)) from exc
         state["status"] = status

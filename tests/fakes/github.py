@@ -101,7 +101,8 @@ class GitHubFake(FakeServer):
         self._repos: dict[str, dict[str, Any]] = {}
         self._releases: dict[str, list[dict[str, Any]]] = {}
         self._latest: dict[str, int | None] = {}
-        self._pkg: dict[str, dict[str, Any]] = {}   # "owner/name" (lower) -> {"versions": {digest: v}, "deleted": [...]}
+        # "owner/name" (lower) -> {"versions": {digest: v}, "deleted": [...]}
+        self._pkg: dict[str, dict[str, Any]] = {}
         self._pending_created: dict[tuple[str, str], datetime] = {}
         self._runs: list[dict[str, Any]] = []
         self._branches: dict[tuple[str, str], list[str]] = {}    # (repo, branch) -> commits, oldest first
@@ -214,7 +215,7 @@ class GitHubFake(FakeServer):
             if limit is not None:
                 self.rate_limit = limit
             self._remaining = remaining
-            self._reset = int(math.ceil(time.time() + reset_in))
+            self._reset = math.ceil(time.time() + reset_in)
 
     def secondary_rate_limit_next(self, path_regex: str = ".*", *, count: int = 1, retry_after: int = 1,
                                   status: int = 403, method: str | None = None) -> None:
@@ -557,7 +558,8 @@ class GitHubFake(FakeServer):
                 {"resource": "Release", "code": "invalid", "field": "make_latest"}])
         for key in ("draft", "prerelease", "generate_release_notes"):
             if key in data and not isinstance(data[key], bool):
-                return self._error(422, f'Invalid request.\n\nFor \'properties/{key}\', {data[key]!r} is not a boolean.', doc)
+                return self._error(
+                    422, f'Invalid request.\n\nFor \'properties/{key}\', {data[key]!r} is not a boolean.', doc)
         key = repo["full_name"].lower()
         now = datetime.now(UTC)
         with self._lock:

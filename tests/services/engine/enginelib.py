@@ -85,7 +85,7 @@ class Run:
         try:
             return json.loads(self.stdout)
         except json.JSONDecodeError as exc:
-            raise AssertionError(f"{self.name}: stdout is not the JSON report ({exc}):\n{self.stdout[:2000]}")
+            raise AssertionError(f"{self.name}: stdout is not the JSON report ({exc}):\n{self.stdout[:2000]}") from exc
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.stderr.splitlines()[-lines:])
@@ -107,7 +107,8 @@ class Session:
     runs: list[Run] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)   # every secret value handed to any run
     created_tags: set[str] = field(default_factory=set)
-    used_shas: set[str] = field(default_factory=set)   # every image ghbuild built here carries one as its revision label
+    # every image ghbuild built here carries one as its revision label
+    used_shas: set[str] = field(default_factory=set)
     created_repos: set[str] = field(default_factory=set)
     s3_prefixes: set[str] = field(default_factory=set)
     _counter: int = 0
@@ -168,8 +169,8 @@ class Session:
 
     def build_argv(self, name: str, *extra: str, arch: str = "amd64", sha: str | None = None) -> list[str]:
         self.used_shas.add(sha or self.sha(name))
-        return ghbuild_argv() + ["build", "--image", "cpu", "--arch", arch, *CONTEXT_FLAGS,
-                                 "--sha", sha or self.sha(name), *extra]
+        return [*ghbuild_argv(), "build", "--image", "cpu", "--arch", arch, *CONTEXT_FLAGS,
+                "--sha", sha or self.sha(name), *extra]
 
     def ghbuild(self, name: str, *extra: str, arch: str = "amd64", sha: str | None = None,
                 env: dict[str, str] | None = None, timeout: float = CACHED_BUILD_TIMEOUT,

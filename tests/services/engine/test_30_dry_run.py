@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 import time
@@ -32,14 +33,14 @@ def fresh_dry_run(session):
 
 
 def test_dry_run_prints_one_command_line(fresh_dry_run, session):
-    run, seconds, prefix = fresh_dry_run
+    run, _seconds, _prefix = fresh_dry_run
     assert run.rc == 0, run.tail()
     lines = run.stdout.strip().splitlines()
     assert len(lines) == 1, run.stdout
     argv = shlex.split(lines[0])
     assert argv[:5] == [session.docker, "buildx", "build", "--builder", "default"]
     tag = f"{session.registry.host}/ghbuild-test-{session.sid}-dry/cpu:{session.sha('dry')}-x86_64"
-    pairs = list(zip(argv, argv[1:]))
+    pairs = list(itertools.pairwise(argv))
     assert ("--tag", tag) in pairs
     assert ("--platform", "linux/amd64") in pairs and ("--target", "runtime") in pairs
     assert ("--network", "host") in pairs

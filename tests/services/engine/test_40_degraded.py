@@ -59,9 +59,9 @@ def auth_s3(session):
     port = free_port()
     env = {k: v for k, v in session.base_env.items() if not k.startswith(("AWS_", "MOTO_"))}
     env["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"      # the four set-up calls below; authenticated after
-    log = open(session.workdir / "moto-auth.log", "w")
-    proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    with open(session.workdir / "moto-auth.log", "w") as log:   # the server writes through its own descriptor
+        proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
     endpoint = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -100,7 +100,6 @@ def auth_s3(session):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
 
 
 # --------------------------------------------------------------------------- ghbuild decides before the build
@@ -181,8 +180,8 @@ class _ProbeThenDown(LoopbackService):
         resp = upstream.getresponse()
         data = resp.read()
         h.close_connection = True
-        reply(h, resp.status, data, {**{k: v for k, v in resp.getheaders()
-                                        if k.lower() not in ("connection", "transfer-encoding", "content-length", "date")},
+        dropped = ("connection", "transfer-encoding", "content-length", "date")
+        reply(h, resp.status, data, {**{k: v for k, v in resp.getheaders() if k.lower() not in dropped},
                                      "Connection": "close"})
         upstream.close()
         if h.command == "DELETE" and h.path.split("?")[0].endswith(".ghbuild-write-probe"):

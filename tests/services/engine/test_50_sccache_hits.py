@@ -25,7 +25,7 @@ def prune(session):
 
 @pytest.fixture(scope="session")
 def layer_cached_build(session, first_build):
-    first_build.report  # the first build must have succeeded before its caches are worth anything
+    _ = first_build.report  # the first build must have succeeded before its caches are worth anything
     prune(session)
     run = session.ghbuild("layer-cached", "--push", "--json")
     assert run.rc == 0, run.tail(60)

@@ -48,13 +48,13 @@ def second_engine(session):
     root = Path(tempfile.mkdtemp(prefix="ghbuild-dockerd2-", dir="/var/tmp"))
     sock, port = root / "docker.sock", _free_port()
     (root / "daemon.json").write_text(json.dumps({"features": {"containerd-snapshotter": True}}))
-    log = open(root / "dockerd.log", "wb")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_")}
-    proc = subprocess.Popen(
-        ["dockerd", f"--config-file={root / 'daemon.json'}", f"--data-root={root / 'data'}",
-         f"--exec-root={root / 'exec'}", f"--pidfile={root / 'docker.pid'}", f"-H=unix://{sock}",
-         f"-H=tcp://127.0.0.1:{port}", "--tls=false", "--iptables=false", "--ip6tables=false"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    with open(root / "dockerd.log", "wb") as log:   # dockerd writes through its own descriptor
+        proc = subprocess.Popen(
+            ["dockerd", f"--config-file={root / 'daemon.json'}", f"--data-root={root / 'data'}",
+             f"--exec-root={root / 'exec'}", f"--pidfile={root / 'docker.pid'}", f"-H=unix://{sock}",
+             f"-H=tcp://127.0.0.1:{port}", "--tls=false", "--iptables=false", "--ip6tables=false"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     client = [session.docker, "-H", f"unix://{sock}"]
     try:
         deadline = time.monotonic() + 90
@@ -72,7 +72,6 @@ def second_engine(session):
             name = "ghbuild-engine-" + hashlib.sha256(address.encode()).hexdigest()[:12]
             session.docker_run("context", "rm", "--force", name)
         kill_group(proc, grace=40)      # dockerd shuts down on SIGINT as on SIGTERM
-        log.close()
         subprocess.run(["umount", "-R", str(root / "exec")], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
 
@@ -96,7 +95,8 @@ dockerfile = "Dockerfile"
 target = "final"
 platforms = ["linux/amd64"]
 """)
-    session.created_repos.update({f"ghbuild-test-{session.sid}-remote/small", f"ghbuild-test-{session.sid}-remote/cache"})
+    session.created_repos.update({f"ghbuild-test-{session.sid}-remote/small",
+                                  f"ghbuild-test-{session.sid}-remote/cache"})
     return root
 
 
@@ -105,9 +105,9 @@ def _build(session, project: Path, builder: str, name: str):
                       GHBUILD_BUILD_BUILDER=builder)
     for key in [k for k in env if k.startswith("GHBUILD_IMAGES_")]:      # ghbuild's own images' settings
         del env[key]
-    argv = ghbuild_argv() + ["build", "--config", str(project / "ghbuild.toml"), "--image", "small", "--arch", "amd64",
-                             "--push", "--json", "--event", "push", "--repository", "acme/remote", "--ref", "main",
-                             "--default-branch", "main", "--sha", session.sha(name)]
+    argv = [*ghbuild_argv(), "build", "--config", str(project / "ghbuild.toml"), "--image", "small",
+            "--arch", "amd64", "--push", "--json", "--event", "push", "--repository", "acme/remote", "--ref", "main",
+            "--default-branch", "main", "--sha", session.sha(name)]
     session.used_shas.add(session.sha(name))
     return session.ghbuild(name, argv=argv, env=env)
 

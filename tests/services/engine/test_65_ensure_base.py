@@ -81,7 +81,7 @@ def ghb(session: Session, project: Path, name: str, command: str, *args: str, co
     env = {k: v for k, v in (env or session.env()).items() if k not in NOT_OURS}
     sha = session.sha(name)
     session.used_shas.add(sha)
-    argv = ghbuild_argv() + [command, "--config", str(project / "ghbuild.toml"), *args, *context, "--sha", sha]
+    argv = [*ghbuild_argv(), command, "--config", str(project / "ghbuild.toml"), *args, *context, "--sha", sha]
     return session.ghbuild(name, argv=argv, env=env)
 
 
@@ -111,7 +111,7 @@ def test_first_run_builds_pushes_and_labels(session: Session, project: Path, fir
     digest = tag_digest(session, repo, f"tiny-{identity}")
     assert digest and result["ref"] == f"{session.registry.host}/{repo}@{digest}"
     # the labels on the pushed image carry the identity
-    status, _, body = session.registry.manifest(repo, digest)
+    _status, _, body = session.registry.manifest(repo, digest)
     config = session.registry.blob_json(repo, json.loads(body)["config"]["digest"])
     assert config["config"]["Labels"]["org.ghbuild.identity"] == identity
     assert config["architecture"] == "amd64"

@@ -63,8 +63,8 @@ def publish(session, hub_repo_template: str, *args: str, env=None, records=None)
     env = dict(env or session.base_env)
     env["GHBUILD_REGISTRIES_PUBLISH"] = hub_repo_template
     with_records = ["--records", str(records)] if records is not None else []
-    proc = subprocess.run(ghbuild_argv() + ["publish", "nightly", "--image", "cpu", *CONTEXT_FLAGS, *with_records,
-                                            *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*ghbuild_argv(), "publish", "nightly", "--image", "cpu", *CONTEXT_FLAGS, *with_records,
+                           *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     return proc
 
 

@@ -46,8 +46,8 @@ def release(session, hub, suffix: str, *args: str, gh=None, extra_env=None, reco
         env.update(GITHUB_API_URL=gh.url, GITHUB_TOKEN="ghs_test")
     env.update(extra_env or {})
     with_records = ["--records", str(records)] if records is not None else []
-    proc = subprocess.run(ghbuild_argv() + ["publish", "release", "--image", "cpu", *CONTEXT_FLAGS, *with_records,
-                                            *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*ghbuild_argv(), "publish", "release", "--image", "cpu", *CONTEXT_FLAGS, *with_records,
+                           *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     return proc, f"ghbuild-test-{session.sid}-rel{suffix}/cpu"
 
 
@@ -106,13 +106,14 @@ def test_bad_versions_fail_before_anything_is_pushed(session, hub, staged, versi
                          records=records)
     assert proc.returncode == 13, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ghbuild: publish error: --version:") and "Traceback" not in proc.stderr
+    assert (len(lines) == 1 and lines[0].startswith("ghbuild: publish error: --version:")
+            and "Traceback" not in proc.stderr)
     assert not hub.tags(name)
 
 
 def test_no_trusted_build_record_of_the_commit_is_refused(session, hub, staged):
     """A release promotes only what trusted CI built and recorded for that commit."""
-    sha, digests, records = staged
+    sha, _digests, records = staged
     other = session.sha("release-none")
     proc, name = release(session, hub, "-none", "--version", "2.0.0", "--sha", other, "--no-github-release",
                          records=records)

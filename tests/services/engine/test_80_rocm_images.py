@@ -46,7 +46,7 @@ def standin(session) -> dict:
 def _ghbuild(session, name: str, command: str, image: str, *extra: str):
     sha = session.sha(name)
     session.used_shas.add(sha)
-    argv = ghbuild_argv() + [command, "--image", image, "--arch", "amd64", *CONTEXT_FLAGS, "--sha", sha, *extra]
+    argv = [*ghbuild_argv(), command, "--image", image, "--arch", "amd64", *CONTEXT_FLAGS, "--sha", sha, *extra]
     return session.ghbuild(name, argv=argv, timeout=COLD_BUILD_TIMEOUT)
 
 

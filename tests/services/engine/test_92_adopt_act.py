@@ -149,8 +149,8 @@ def adoption(session):
     files[BUILD_ID] = f"{session.sid}\n"
     harness.make_repository(repo, files, REPOSITORY, f"geometry-libs, session {session.sid}")
     # As an adopter runs it: at the repository's root, the environment of a developer's shell.
-    init = _run(ghbuild_argv() + ["init", "--diff", "--platform", "linux/amd64",
-                                  "--pin", f"{harness.SELF_REPOSITORY}@{ghbuild_sha}"],
+    init = _run([*ghbuild_argv(), "init", "--diff", "--platform", "linux/amd64",
+                 "--pin", f"{harness.SELF_REPOSITORY}@{ghbuild_sha}"],
                 repo, harness._base_env())
     assert init.returncode == 0, f"ghbuild init exited {init.returncode}:\n{init.stderr}"
     config = (repo / "ghbuild.toml").read_text("utf-8")
