@@ -374,7 +374,7 @@ def test_variables_outside_the_setting_sections_are_not_settings(tmp_path):
 
 
 def test_every_documented_variable_exists():
-    """The README's table of variables, against the mapping ghbuild really uses."""
+    """The table of variables in docs/configuration.md, against the mapping ghbuild really uses."""
     mapping = environment.env_mapping(["cpu"])
     documented = {
         "GHBUILD_TRUST_CANONICAL_REPOSITORY", "GHBUILD_TRUST_STABLE_BRANCH", "GHBUILD_TRUST_SELF_HOSTED_FOR_FORKS",

@@ -140,7 +140,7 @@ def test_changed_names_get_a_10_hex_hash_of_the_raw_name(raw, kept):
 
 
 def test_feat_slash_x_and_feat_dash_x_differ():
-    # The README's own example.
+    # The example of docs/trust.md (Trust and cache scopes).
     assert naming.sanitize_tag("feat/x") != naming.sanitize_tag("feat-x")
     assert naming.sanitize_tag("feat-x") == "feat-x"
 

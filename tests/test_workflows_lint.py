@@ -721,7 +721,7 @@ def test_setup_refuses_a_folder_that_is_not_ghbuild(tmp_path):
 
 
 def doc_caller(tmp_path: Path) -> Path:
-    text = (REPO / "README.md").read_text("utf-8").split("## Use it in your fork", 1)[1]
+    text = (REPO / "README.md").read_text("utf-8").split("## The caller workflow", 1)[1]
     block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "images.yml"
     path.write_text(re.sub(r"(build-images\.yml@)\S+", r"\g<1>" + "0" * 40, block), "utf-8")

@@ -3,7 +3,7 @@ it from S3: every compile a hit, with per-stage stats in the report and the job 
 
 The repository is not ghbuild: a new git repository in the session's folder with two CMake libraries (C++
 and C) and a Rust library crate, sources it generates here, a Dockerfile that follows the contract of the
-README section "Your Dockerfile: three lines for sccache" (the ARG, the FROM, and in each compile stage the
+section "Your Dockerfile: three lines for sccache" of docs/building.md (the ARG, the FROM, and in each compile stage the
 two mounts and `ghbuild-sccache run STAGE -- ...`; nothing copied from ghbuild), and a hand-written
 ghbuild.toml. Its builds use the local services: the helper image infra pushed, S3, the staging registry.
 

@@ -15,7 +15,7 @@ registries (tags, digests, architectures), not only by act's exit code:
 4. release.yml, workflow_dispatch --input version=...: `v<V>`, `v<V>-x86_64`, `v<V>-arm64` and `latest`
    on the hub with the staged digests, and the GitHub release created (tests/fakes/github.py, reached
    through GITHUB_API_URL).
-5. the README's caller workflow ("Use it in your fork"), verbatim, in another repository (a fork, no secrets) calling
+5. the README's caller workflow ("The caller workflow"), verbatim, in another repository (a fork, no secrets) calling
    `ghbuild/ghbuild/.github/workflows/build-images.yml@<sha>`: green, only its own preview tag pushed.
 6. ci.yml for the ROCm images on this GPU-less machine: the base job stops at `ghbuild runner-check`,
    the diagnostics are kept as an artifact, nothing is built or pushed.
@@ -315,8 +315,8 @@ RUN echo "built by the fork's own workflow" > /etc/native-app
 
 
 def doc_caller_workflow(sha: str) -> str:
-    """The caller workflow of the README ("Use it in your fork"), pinned to this session's ghbuild commit."""
-    text = (harness.REPO / "README.md").read_text("utf-8").split("## Use it in your fork", 1)[1]
+    """The caller workflow of the README ("The caller workflow"), pinned to this session's ghbuild commit."""
+    text = (harness.REPO / "README.md").read_text("utf-8").split("## The caller workflow", 1)[1]
     block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
     pinned, n = re.subn(r"(build-images\.yml@)\S+", rf"\g<1>{sha}", block)
     assert n == 1, "the doc's caller must call build-images.yml once"
