@@ -214,7 +214,8 @@ def _indent(line: str) -> str:
 
 def _command(pieces: list[str]) -> tuple[list[str], list[str]]:
     """A RUN's (flags, command lines) from its physical lines, keyword removed."""
-    flags, rest = [], []
+    flags: list[str] = []
+    rest: list[str] = []
     for piece in pieces:
         while not rest and (match := _RUN_FLAG.match(piece)):
             flags.append(match.group(0))

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from ghbuild.config.options import format_size
 from ghbuild.markdown import code, md
 from ghbuild.plan import planner
 from ghbuild.plan.planner import Plan
+from ghbuild.sizes import format_size
 
 
 def _pie_label(value: object) -> str:

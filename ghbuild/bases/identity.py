@@ -266,7 +266,7 @@ def stage_source(path: Path, target: str | None, build_args: Mapping[str, str]) 
     preamble, all_stages = dockerfile.parse(path)
     built = dockerfile.dependencies(target, all_stages)
     chosen = [s for s in all_stages if s.label in built]
-    names = {s.name for s in all_stages if s.name} | {str(s.index) for s in all_stages}
+    names = {s.name for s in all_stages if s.name} | {str(s.number) for s in all_stages}
     values = {**_arg_defaults(preamble), **build_args}
     external: list[str] = []
     for stage in chosen:

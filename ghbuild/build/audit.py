@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ghbuild.config.options import format_size
 from ghbuild.plan.dockerfile import Stage
+from ghbuild.sizes import format_size
 
 
 class Layer(NamedTuple):

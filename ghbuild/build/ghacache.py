@@ -22,8 +22,10 @@ RUNTIME_VARS = ("ACTIONS_RUNTIME_TOKEN", "ACTIONS_RESULTS_URL", "ACTIONS_CACHE_U
 
 
 class BuilderInfo(Protocol):
-    name: str
-    buildkit: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def buildkit(self) -> str: ...
 
 
 def version_tuple(text: str) -> tuple[int, int, int] | None:

@@ -15,6 +15,8 @@ from ghbuild.plan import dockerfile
 def audit_layers(report: BuildReport, ctx: BuildRun, stage_audits: Mapping[str, StageAudit]) -> None:
     """Layer sizes per stage from the image history, and the budgets. Stages with a budget outside the
     final image's chain (compile stages) are audited from their own image (`stage_audits`)."""
+    if not report.image_id:
+        return
     chain = dockerfile.chain(ctx.job.target, ctx.stages)
     layers, exact = audit.attribute(images.image_history(ctx.env, report.image_id), chain)
     if not exact:

@@ -1,7 +1,7 @@
 """The `ghbuild` command line, one module per concern: `main` (entry point and dispatch), `parser` (one
 parser function per command, their help), `flags` (shared flags and argument types), `common` (config,
-context and plan as the handlers get them), and the handlers by pipeline stage: `plan`, `bases`, `build`,
-`publish`, `setup`, `adopt`, `runner`."""
+context and plan as the handlers get them), and the handlers by pipeline stage: `plan`, `bases`, `build`
+(+ `build_job`), `records`, `publish`, `prune`, `schema`, `setup`, `adopt`, `runner`."""
 
 from ghbuild.cli.main import COMMANDS as COMMANDS
 from ghbuild.cli.main import interrupt_on_sigterm as interrupt_on_sigterm

@@ -9,7 +9,7 @@ import os
 from ghbuild import render
 from ghbuild.bases import ensure_base
 from ghbuild.build.report import buildx_metadata
-from ghbuild.cli import common
+from ghbuild.cli import common, planning
 from ghbuild.config.options import Options
 from ghbuild.github import gha
 from ghbuild.plan.planner import Plan
@@ -27,7 +27,7 @@ def identities(options: Options, plan: Plan) -> dict[str, str]:
 
 
 def cmd_identity(args: argparse.Namespace) -> int:
-    options, plan, arch = common.load_base(args)
+    options, plan, arch = planning.load_base(args)
     result = ensure_base.compute_identity(options, plan.job(args.image, arch),
                                           lookup.registry_lookup(registries()), args.base_image)
     gha.set_output("identity", result.identity)
@@ -36,7 +36,7 @@ def cmd_identity(args: argparse.Namespace) -> int:
 
 
 def cmd_ensure_base(args: argparse.Namespace) -> int:
-    options, plan, arch = common.load_base(args)
+    options, plan, arch = planning.load_base(args)
     result = ensure_base.ensure(plan, options, args.image, arch, os.environ, registries(),
                                 base_image=args.base_image, dry_run=args.dry_run, echo=not args.quiet,
                                 lookup_only=args.lookup_only)

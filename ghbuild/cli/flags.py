@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ghbuild.config.options import parse_size
 from ghbuild.errors import UsageError
+from ghbuild.sizes import parse_size
 
 ARCHES = ("amd64", "arm64")
 RECORDS_HELP = ("the trusted build's records: the build workflow's `digests` output (the JSON itself, or a file "

@@ -23,8 +23,8 @@ from ghbuild.github import gha
 # command -> "module:handler" (the module is imported when the command runs).
 COMMANDS = {
     "plan": "plan:cmd_plan", "matrix": "plan:cmd_matrix", "build": "build:cmd_build",
-    "identity": "bases:cmd_identity", "ensure-base": "bases:cmd_ensure_base", "digests": "build:cmd_digests",
-    "publish": "publish:cmd_publish", "prune": "publish:cmd_prune", "schema": "setup:cmd_schema",
+    "identity": "bases:cmd_identity", "ensure-base": "bases:cmd_ensure_base", "digests": "records:cmd_digests",
+    "publish": "publish:cmd_publish", "prune": "prune:cmd_prune", "schema": "schema:cmd_schema",
     "init": "adopt:cmd_init", "overrides": "setup:cmd_overrides", "completion": "setup:cmd_completion",
     "runner-check": "runner:cmd_runner_check", "container-flags": "runner:cmd_container_flags",
     "diagnose": "runner:cmd_diagnose",

@@ -6,19 +6,19 @@ import argparse
 import json
 
 from ghbuild import render
-from ghbuild.cli import common
+from ghbuild.cli import common, planning
 from ghbuild.github import gha
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    _, plan = common.load_plan(args, common.listed(args.image), args.arch)
+    _, plan = planning.load_plan(args, common.listed(args.image), args.arch)
     gha.add_summary(render.plan_summary(plan))
     print(json.dumps(plan.to_dict(), indent=2) if args.json else render.plan_table(plan))
     return 0
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    options, plan = common.load_plan(args, common.listed(args.image), args.arch)
+    options, plan = planning.load_plan(args, common.listed(args.image), args.arch)
     gha.add_summary(render.plan_summary(plan))   # why a run is (un)trusted shows in CI, not only in the log
     identities = {job.id: "" for job in plan.jobs if job.identity_prefix}
     if args.identities and identities:   # I/O (git, registries), so only on request: the plan job asks for it

@@ -1,6 +1,6 @@
-"""`ghbuild publish nightly|release` and `ghbuild prune`: the commands that write or delete published tags.
+"""`ghbuild publish nightly|release`: the staged images of one commit, copied and tagged where users pull.
 
-Each reads its flags into a typed request first (which commit, whose images, which records), so the
+The command reads its flags into a typed request first (which commit, whose images, which records), so the
 handler only runs it and reports; a run that writes is refused before anything else unless trusted.
 """
 
@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ghbuild import retention
-from ghbuild.cli import common
+from ghbuild.cli import common, planning
 from ghbuild.cli.main import interrupt_on_sigterm
 from ghbuild.config.options import Options
 from ghbuild.errors import GhbuildError, UsageError
@@ -53,7 +52,7 @@ def publish_commit(args: argparse.Namespace, options: Options) -> Commit:
         sha = args.sha or os.environ.get("GITHUB_SHA") or git_output(["rev-parse", "HEAD"], Path.cwd()) or ""
         commit = Commit(sha.lower(), common.owner(args), None)
     else:
-        ctx = common.require_trusted_run(args, options, f"publish {args.publish_command}")
+        ctx = planning.require_trusted_run(args, options, f"publish {args.publish_command}")
         commit = Commit((args.sha or ctx.sha).lower(), ctx.repository.split("/")[0],
                         f"{ctx.server_url.rstrip('/')}/{options.trust.canonical_repository or ctx.repository}")
     if not commit.sha:
@@ -88,7 +87,7 @@ def _records(args: argparse.Namespace, options: Options, sha: str,
     if args.records:
         return records.load(args.records)
     if records_from:
-        trust, _ = planner.decide_trust(common.github_context(args), options)
+        trust, _ = planner.decide_trust(planning.github_context(args), options)
         return records.fetch(os.environ, trust.canonical_repository, records_from, sha, trust.stable_branch,
                              log=common.indented)
     return None
@@ -125,20 +124,4 @@ def cmd_publish(args: argparse.Namespace) -> int:
         gha.add_summary(report.failure_summary(args.publish_command, exc))
         raise
     emit_publish(outcome, request, args.json)
-    return 0
-
-
-def cmd_prune(args: argparse.Namespace) -> int:
-    if args.keep is not None and args.keep < 1:
-        raise UsageError(f"--keep {args.keep}: keep at least 1")
-    options = common.load_options(args)
-    if args.apply:
-        common.require_trusted_run(args, options, "prune --apply")
-    results = retention.prune_images(options, common.published_images(args, options, "prune"), keep=args.keep,
-                                     apply=args.apply, owner=common.owner(args) or None, say=common.log,
-                                     group=gha.group)
-    gha.add_summary(retention.markdown(results))
-    if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
-    retention.raise_for_failures(results)
     return 0

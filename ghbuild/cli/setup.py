@@ -1,22 +1,16 @@
-"""`ghbuild schema`, `ghbuild overrides` and `ghbuild completion`: the config's schema, its overrides
-checked and exported, and the shell completion script."""
+"""`ghbuild overrides` and `ghbuild completion`: config overrides checked and exported, and the shell
+completion script."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from ghbuild.cli.parser import build_parser
-from ghbuild.config import overrides, schema
+from ghbuild.config import overrides
 from ghbuild.github import gha
-
-
-def cmd_schema(args: argparse.Namespace) -> int:
-    print(json.dumps(schema.document(), indent=2))
-    return 0
 
 
 def cmd_overrides(args: argparse.Namespace) -> int:
@@ -46,5 +40,5 @@ def _for_completion(parser: argparse.ArgumentParser, by_metavar: Mapping[str, ob
             for sub in action.choices.values():
                 sub.description = None
                 _for_completion(sub, by_metavar)
-        elif action.metavar in by_metavar:
+        elif isinstance(action.metavar, str) and action.metavar in by_metavar:
             action.complete = by_metavar[action.metavar]  # type: ignore[attr-defined]  # shtab reads it

@@ -9,12 +9,14 @@ a NamedTuple a sixth of that (bench/startup.py). Their mapping defaults are read
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 from urllib.parse import urlsplit
+
+from ghbuild.sizes import format_size as format_size
+from ghbuild.sizes import parse_size as parse_size
 
 ARCHES = ("amd64", "arm64")
 PLATFORM_ARCH = {"linux/amd64": "amd64", "linux/arm64": "arm64"}
@@ -26,28 +28,6 @@ DEFAULT_ARCH_SUFFIXES: Mapping[str, str] = MappingProxyType({"amd64": "x86_64", 
 _EMPTY: Mapping = MappingProxyType({})
 # The sccache helper image ghbuild publishes (docker/sccache-helper); its tag is the wrapper's contract version.
 DEFAULT_SCCACHE_HELPER_IMAGE = "ghcr.io/ghbuild/ghbuild-sccache:1"
-_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-               "t": 10**12, "tb": 10**12, "ki": 2**10, "kib": 2**10, "mi": 2**20, "mib": 2**20, "gi": 2**30,
-               "gib": 2**30, "ti": 2**40, "tib": 2**40}
-
-
-def parse_size(value: int | str) -> int:
-    """Bytes from 123, "500MB", "1.5GB", "200MiB" (decimal units as docker prints them)."""
-    if isinstance(value, int):
-        return value
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", value)
-    if not match or match.group(2).lower() not in _SIZE_UNITS:
-        raise ValueError(f"{value!r} is not a size (e.g. 500MB, 1.5GB, 200MiB)")
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
-
-
-def format_size(size: int) -> str:
-    for unit, factor in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
-        if size >= factor:
-            return f"{size / factor:.2f} {unit}"
-    return f"{size} B"
-
-
 class IdentityOptions(NamedTuple):
     """A content-addressed base image: what its identity is made of."""
 

@@ -129,7 +129,7 @@ def _in_words(error) -> str:
             return f"{shown} is not {expected}"
     if error.validator == "type":
         kinds = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        return f"{shown} is not {' or '.join(_TYPE_WORDS.get(k, k) for k in kinds)}"
+        return f"{shown} is not {' or '.join(_TYPE_WORDS.get(k, str(k)) for k in kinds)}"
     if error.validator == "enum":
         return f"{shown} is not one of {', '.join(repr(v) for v in error.validator_value)}"
     if error.validator == "pattern":

@@ -16,7 +16,7 @@ _FROM_REF_RE = re.compile(r"(?:--from=|--mount=\S*?(?<=[=,])from=)([^\s,]+)")
 
 
 class Stage(NamedTuple):
-    index: int
+    number: int        # its position in the Dockerfile, from 0 (what `--from=N` names)
     name: str | None
     base: str          # a previous stage's name, or an image reference (ARGs not expanded)
     history_entries: int = 0   # how many image-history entries the stage's own instructions add
@@ -25,7 +25,7 @@ class Stage(NamedTuple):
 
     @property
     def label(self) -> str:
-        return self.name or f"stage-{self.index}"
+        return self.name or f"stage-{self.number}"
 
 
 def instructions(text: str):
@@ -62,7 +62,7 @@ def parse(path: Path) -> tuple[str, list[Stage]]:
     for line in _logical_lines(path.read_text("utf-8")):
         match = _FROM_RE.match(line)
         if match:
-            result.append(Stage(index=len(result), name=(match.group("name") or "").lower() or None,
+            result.append(Stage(number=len(result), name=(match.group("name") or "").lower() or None,
                                 base=match.group("base"), text=line.strip() + "\n"))
             continue
         if not result:
@@ -80,7 +80,7 @@ def parse(path: Path) -> tuple[str, list[Stage]]:
 
 def parent(stage: Stage, all_stages: list[Stage]) -> Stage | None:
     """The stage this one is built FROM, or None for an external image."""
-    for other in all_stages[: stage.index]:
+    for other in all_stages[: stage.number]:
         if other.name and other.name == stage.base.lower():
             return other
     return None
@@ -103,7 +103,7 @@ def chain(target: str | None, all_stages: list[Stage]) -> list[Stage]:
 def dependencies(target: str | None, all_stages: list[Stage]) -> set[str]:
     """Labels of every stage that building the target builds (FROM chains and --from uses)."""
     by_name = {s.name: s for s in all_stages if s.name}
-    by_index = {str(s.index): s for s in all_stages}
+    by_index = {str(s.number): s for s in all_stages}
     todo = [s for s in chain(target, all_stages)[-1:]]
     seen: set[str] = set()
     while todo:
@@ -116,6 +116,6 @@ def dependencies(target: str | None, all_stages: list[Stage]) -> set[str]:
             todo.append(up)
         for ref in stage.uses:
             other = by_name.get(ref.lower()) or by_index.get(ref)
-            if other is not None and other.index < stage.index:
+            if other is not None and other.number < stage.number:
                 todo.append(other)
     return seen

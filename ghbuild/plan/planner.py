@@ -176,6 +176,18 @@ def _branch_scope(repo: str, branch: str, canonical: str, stable: str) -> str:
     return naming.preview_scope(repo, branch)
 
 
+class _Decision(NamedTuple):
+    """One event's answer: trusted or not, the scope it writes, what it may write, and why."""
+
+    trusted: bool
+    scope: str
+    reason: str
+    reads_after_own: tuple[str, ...] = ()
+    registry_write: bool = True
+    gha_write: bool = True
+    secrets: bool = True
+
+
 def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]]:
     """Who may write what. Trust comes from what GitHub reports about the run (event, repository, ref,
     the payload's default branch, GITHUB_REF_PROTECTED), never from the checkout alone: a config in a
@@ -183,10 +195,36 @@ def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]
     warnings: list[str] = list(options.notices)
     repo = naming.normalize_slug(ctx.repository)
     canonical = options.trust.canonical_repository or repo
+    stable = _stable_branch(ctx, options, warnings)
+    canonical_scope = naming.canonical_scope(stable)
+    if ctx.event in PR_EVENTS:
+        decision = _pull_request_decision(ctx, repo, canonical, stable, warnings)
+    elif ctx.event == "merge_group":
+        assert ctx.base_ref
+        decision = _Decision(False, naming.merge_queue_scope(repo, ctx.base_ref),
+                             f"merge queue into {ctx.base_ref}: not yet merged, writes only the merge-queue scope",
+                             (_branch_scope(repo, ctx.base_ref, canonical, stable),))
+    elif repo == canonical and ctx.branch == stable and (stable == ctx.default_branch or bool(ctx.ref_protected)):
+        decision = _Decision(True, canonical_scope, f"{ctx.event} on {stable} of {canonical}: trusted")
+    else:
+        ref_name = ctx.branch or ctx.ref.removeprefix("refs/tags/").removeprefix("refs/")
+        decision = _Decision(False, naming.preview_scope(repo, ref_name),
+                             _untrusted_push_reason(ctx, repo, canonical, stable))
+    read_scopes = tuple(dict.fromkeys([decision.scope, *decision.reads_after_own, canonical_scope]))
+    any_write = decision.registry_write or decision.gha_write
+    trust = Trust(trusted=decision.trusted, canonical_repository=canonical, stable_branch=stable,
+                  scope=decision.scope, canonical_scope=canonical_scope, read_scopes=read_scopes,
+                  write_scope=decision.scope if any_write else None, registry_write=decision.registry_write,
+                  gha_write=decision.gha_write, secrets=decision.secrets, reason=decision.reason)
+    return trust, warnings
+
+
+def _stable_branch(ctx: GitHubContext, options: Options, warnings: list[str]) -> str:
+    """trust.stable-branch where GitHub backs it (the default branch, or a ref it reports protected)."""
     default = ctx.default_branch
     stable = options.trust.stable_branch or default
-    branch = ctx.branch
-    if stable and stable != default and branch == stable and ctx.event not in PR_EVENTS and not ctx.ref_protected:
+    if (stable and stable != default and ctx.branch == stable and ctx.event not in PR_EVENTS
+            and not ctx.ref_protected):
         warnings.append(f"trust.stable-branch = {stable!r} ignored: it is not the default branch "
                         f"({default or 'unknown'}) and GitHub does not report {ctx.ref} protected "
                         "(GITHUB_REF_PROTECTED); protect it with a branch protection rule or ruleset")
@@ -195,69 +233,43 @@ def decide_trust(ctx: GitHubContext, options: Options) -> tuple[Trust, list[str]
         stable = FALLBACK_STABLE_BRANCH
         warnings.append(f"stable branch unknown (no trust.stable-branch, no default branch in the payload): "
                         f"assuming {FALLBACK_STABLE_BRANCH!r}")
-    canonical_scope = naming.canonical_scope(stable)
-    in_canonical = repo == canonical
-    ref_name = branch or ctx.ref.removeprefix("refs/tags/").removeprefix("refs/")
+    return stable
 
-    registry_write = True
-    gha_write = True
-    secrets = True
-    reads_after_own: list[str] = []
 
-    if ctx.event in PR_EVENTS:
-        trusted = False
-        source = naming.normalize_slug(ctx.head_repository) if ctx.head_repository else f"{repo}#deleted-head"
-        scope = naming.pr_scope(int(ctx.pull_request or 0), source)
-        assert ctx.base_ref
-        reads_after_own.append(_branch_scope(repo, ctx.base_ref, canonical, stable))
-        if ctx.event == "pull_request_target":
-            # Its GitHub Actions cache entries are stored under the base branch's scope, which every later
-            # run of that branch restores: a pull request must not write there, whoever opened it.
-            gha_write = False
-        if ctx.is_fork and ctx.event == "pull_request_target":
-            registry_write = gha_write = secrets = False
-            reason = (f"pull_request_target from fork {ctx.head_repository or '(deleted)'}: read-only "
-                      "(no cache writes, no push, no secrets)")
-            warnings.append(reason + "; building a fork's code with the base repository's secrets is refused")
-        elif ctx.is_fork:
-            registry_write = secrets = False
-            reason = (f"pull request #{ctx.pull_request} from fork {ctx.head_repository or '(deleted)'}: "
-                      "GitHub gives it no secrets; writes only its own GitHub Actions cache scope")
-        elif ctx.event == "pull_request_target":
-            reason = (f"pull_request_target #{ctx.pull_request} from a branch of {repo}: writes only its own "
-                      "registry scope, no GitHub Actions cache (its entries would land in the base branch's)")
-        else:
-            reason = f"pull request #{ctx.pull_request} from a branch of {repo}: writes only its own scope"
-    elif ctx.event == "merge_group":
-        trusted = False
-        assert ctx.base_ref
-        scope = naming.merge_queue_scope(repo, ctx.base_ref)
-        reads_after_own.append(_branch_scope(repo, ctx.base_ref, canonical, stable))
-        reason = f"merge queue into {ctx.base_ref}: not yet merged, writes only the merge-queue scope"
-    elif in_canonical and branch == stable and (stable == default or bool(ctx.ref_protected)):
-        trusted = True
-        scope = canonical_scope
-        reason = f"{ctx.event} on {stable} of {canonical}: trusted"
-    else:
-        trusted = False
-        scope = naming.preview_scope(repo, ref_name)
-        if not in_canonical:
-            reason = f"{ctx.event} in {repo}, not the canonical {canonical}: writes only its own scope"
-        elif branch is None:
-            reason = f"{ctx.event} on {ctx.ref} (not a branch): writes only its own scope"
-        elif branch == stable:
-            reason = (f"{ctx.event} on {stable}: the default branch is unknown and GitHub does not report "
-                      f"{ctx.ref} protected: writes only its own scope")
-        else:
-            reason = f"{ctx.event} on branch {branch}, not the stable {stable}: writes only its own scope"
+def _pull_request_decision(ctx: GitHubContext, repo: str, canonical: str, stable: str,
+                           warnings: list[str]) -> _Decision:
+    source = naming.normalize_slug(ctx.head_repository) if ctx.head_repository else f"{repo}#deleted-head"
+    scope = naming.pr_scope(int(ctx.pull_request or 0), source)
+    assert ctx.base_ref
+    reads = (_branch_scope(repo, ctx.base_ref, canonical, stable),)
+    head = ctx.head_repository or "(deleted)"
+    if ctx.is_fork and ctx.event == "pull_request_target":
+        reason = f"pull_request_target from fork {head}: read-only (no cache writes, no push, no secrets)"
+        warnings.append(reason + "; building a fork's code with the base repository's secrets is refused")
+        return _Decision(False, scope, reason, reads, registry_write=False, gha_write=False, secrets=False)
+    if ctx.is_fork:
+        return _Decision(False, scope, f"pull request #{ctx.pull_request} from fork {head}: GitHub gives it no "
+                                       "secrets; writes only its own GitHub Actions cache scope",
+                         reads, registry_write=False, secrets=False)
+    if ctx.event == "pull_request_target":
+        # Its GitHub Actions cache entries are stored under the base branch's scope, which every later
+        # run of that branch restores: a pull request must not write there, whoever opened it.
+        return _Decision(False, scope, f"pull_request_target #{ctx.pull_request} from a branch of {repo}: writes "
+                                       "only its own registry scope, no GitHub Actions cache (its entries would "
+                                       "land in the base branch's)", reads, gha_write=False)
+    return _Decision(False, scope, f"pull request #{ctx.pull_request} from a branch of {repo}: writes only its "
+                                   "own scope", reads)
 
-    read_scopes = tuple(dict.fromkeys([scope, *reads_after_own, canonical_scope]))
-    any_write = registry_write or gha_write
-    trust = Trust(trusted=trusted, canonical_repository=canonical, stable_branch=stable, scope=scope,
-                  canonical_scope=canonical_scope, read_scopes=read_scopes,
-                  write_scope=scope if any_write else None, registry_write=registry_write,
-                  gha_write=gha_write, secrets=secrets, reason=reason)
-    return trust, warnings
+
+def _untrusted_push_reason(ctx: GitHubContext, repo: str, canonical: str, stable: str) -> str:
+    if repo != canonical:
+        return f"{ctx.event} in {repo}, not the canonical {canonical}: writes only its own scope"
+    if ctx.branch is None:
+        return f"{ctx.event} on {ctx.ref} (not a branch): writes only its own scope"
+    if ctx.branch == stable:
+        return (f"{ctx.event} on {stable}: the default branch is unknown and GitHub does not report "
+                f"{ctx.ref} protected: writes only its own scope")
+    return f"{ctx.event} on branch {ctx.branch}, not the stable {stable}: writes only its own scope"
 
 
 # --------------------------------------------------------------------------- jobs
@@ -280,7 +292,7 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
         options.registries.cache, image.name, canonical_owner)
     staging_template = image.staging or options.registries.staging
     staging = staging_template and naming.expand_repository(staging_template, image.name, owner)
-    if cache_repo:
+    if cache_repo and canonical_cache_repo:
         naming.validate_repository(cache_repo, "registries.cache")
         naming.validate_repository(canonical_cache_repo, "registries.cache")
     if staging:
@@ -384,7 +396,7 @@ def plan(ctx: GitHubContext, options: Options, images: list[str] | None = None,
                              f"(known: {', '.join(options.images)})")
     trust, warnings = decide_trust(ctx, options)
     selected = set(images or options.images)
-    selected |= {options.images[name].base for name in selected if options.images[name].base}
+    selected |= {base for name in selected if (base := options.images[name].base)}
     jobs = []
     fork_pr = ctx.event in PR_EVENTS and bool(ctx.is_fork) and not options.trust.self_hosted_for_forks
     for image in options.images.values():

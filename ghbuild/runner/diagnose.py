@@ -135,7 +135,7 @@ def _refuse(message: str) -> DiagnosePathError:
 
 def allowed_roots(env: Mapping[str, str], cwd: Path) -> list[tuple[Path, set[str]]]:
     """(real path, spellings) of each allowed root: the cwd, and RUNNER_TEMP when set."""
-    roots = []
+    roots: list[tuple[Path, set[str]]] = []
     for path in (cwd, env.get("RUNNER_TEMP")):
         if not path or not os.path.isabs(str(path)) or not os.path.isdir(path):
             continue

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ghbuild.config.options import format_size, parse_size
 from ghbuild.errors import RunnerCheckError
 from ghbuild.markdown import md
 from ghbuild.runner import bounded
+from ghbuild.sizes import format_size, parse_size
 
 # Containers started with container_flags() carry this label; leftovers with it are removed by --clean.
 CONTAINER_LABEL = "org.ghbuild.runner"
@@ -102,26 +102,16 @@ class Report:
 
 # --------------------------------------------------------------------------- the host
 
-@dataclass
 class Host:
-    """What the checks look at. Defaults: this machine."""
+    """What the checks look at. Defaults: this machine; the docker CLI is GHBUILD_DOCKER_CLI, else `docker`."""
 
-    root: Path = Path("/")
-    env: Mapping[str, str] | None = None
-    run: bounded.Runner | None = None
-    docker: str | None = None          # docker CLI; default GHBUILD_DOCKER_CLI, else `docker`
-    cwd: Path | None = None
-
-    def __post_init__(self) -> None:
-        self.root = Path(self.root)
-        if self.env is None:
-            self.env = dict(os.environ)
-        if self.run is None:
-            self.run = bounded.runner(self.env)
-        if self.docker is None:
-            self.docker = self.env.get("GHBUILD_DOCKER_CLI") or "docker"
-        if self.cwd is None:
-            self.cwd = Path.cwd()
+    def __init__(self, root: str | Path = Path("/"), env: Mapping[str, str] | None = None,
+                 run: bounded.Runner | None = None, docker: str | None = None, cwd: Path | None = None):
+        self.root = Path(root)
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.run: bounded.Runner = run or bounded.runner(self.env)
+        self.docker: str = docker or self.env.get("GHBUILD_DOCKER_CLI") or "docker"
+        self.cwd: Path = cwd or Path.cwd()
 
     def path(self, absolute: str) -> Path:
         """A path of the inspected system (under root)."""
@@ -317,10 +307,9 @@ def check_disk(host: Host, minimum: int | str = DEFAULT_MIN_FREE_DISK, path: str
     if path is not None:
         target, what = Path(path), "--disk-path"
     else:
-        target, why = docker_root_dir(host, docker_timeout)
-        what = "the Docker data root"
-        if target is None:
-            target, what = Path(host.cwd), "the current directory"
+        root, why = docker_root_dir(host, docker_timeout)
+        target, what = (root, "the Docker data root") if root is not None else (host.cwd, "the current directory")
+        if root is None:
             warnings.append(f"{why}; measured the current directory instead")
     try:
         usage = shutil.disk_usage(target)
