@@ -346,7 +346,7 @@ def patched(root: Path, item: FoundDockerfile) -> str:
     for step in sorted(item.steps, key=lambda s: s.first_line, reverse=True):
         lines[step.first_line: step.last_line + 1] = step.replacement.splitlines()
     if not item.has_helper and item.steps:
-        lines[item.first_from: item.first_from] = header_lines() + [""]
+        lines[item.first_from: item.first_from] = [*header_lines(), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -8,6 +8,8 @@ only narrow the cause (an auth failure is a registry error) share their parent's
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from types import MappingProxyType
 
 
 class GhbuildError(Exception):
@@ -24,7 +26,7 @@ class GhbuildError(Exception):
     def message(self) -> str:
         return str(self)
 
-    location: dict[str, str | int] = {}   # file / line / col of the cause, when it is in a file
+    location: Mapping[str, str | int] = MappingProxyType({})   # file / line / col of the cause, when it is in a file
 
 
 class UsageError(GhbuildError):

@@ -55,7 +55,7 @@ def plan_summary(plan: Plan) -> str:
     if notes:
         lines += [f"- {md(note)}" for note in notes] + [""]
     if not plan.jobs:
-        return "\n".join(lines + ["No jobs: nothing selected.", ""])
+        return "\n".join([*lines, "No jobs: nothing selected.", ""])
     lines += ["| job | platform | runs on | push | tags |", "|---|---|---|---|---|"]
     for job_id, platform, runs_on, push, tags in _job_rows(plan):
         lines.append(f"| {md(job_id)} | {md(platform)} | {', '.join(code(r) for r in runs_on)} | {push} "
@@ -88,8 +88,8 @@ def plan_table(plan: Plan) -> str:
     rows += [(job_id, platform, ",".join(runs_on), push, " ".join(tags) or "-")
              for job_id, platform, runs_on, push, tags in _job_rows(plan)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+    for row in rows:   # every cell padded to its column but the last
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
     for job in plan.jobs:
         lines.append("")
         lines.append(f"{job.id}: {job.dockerfile}" + (f" (target {job.target})" if job.target else "")
@@ -129,7 +129,8 @@ def ensure_base_summary(result) -> str:
     lines = [f"### ghbuild: base {md(result.image)} ({md(result.arch)})", "", "| | |", "|---|---|",
              f"| identity | {code(result.identity)} |"]
     if result.dry_run:
-        lines.append(f"| outcome | dry run: {'would build and push ' + md(result.found_at) if result.built else 'present'} |")
+        outcome = "would build and push " + md(result.found_at) if result.built else "present"
+        lines.append(f"| outcome | dry run: {outcome} |")
     else:
         lines.append(f"| outcome | {'built and pushed' if result.built else 'present: build skipped'} |")
     lines.append(f"| ref | {code(result.ref or '-')} |")
@@ -161,8 +162,8 @@ def build_summary(report) -> str:
     for key, value in report.timings.items():
         lines.append(f"| {key.replace('_', ' ')} | {value:.1f} s |")
     sc = report.sccache or {}
-    lines.append(f"| sccache | {md(sc.get('mode', '-'))}: {md(sc.get('hits', 0))} hits, {md(sc.get('misses', 0))} misses "
-                 f"({_rate(sc.get('hit_rate'))}) |")
+    lines.append(f"| sccache | {md(sc.get('mode', '-'))}: {md(sc.get('hits', 0))} hits, "
+                 f"{md(sc.get('misses', 0))} misses ({_rate(sc.get('hit_rate'))}) |")
     lines.append("")
     if report.cache_from or report.cache_to:
         lines += ["<details><summary>Layer caches</summary>", ""]
@@ -174,14 +175,16 @@ def build_summary(report) -> str:
         lines += [f"- {md(line)}" for line in [*report.skipped, *report.warnings]]
         lines.append("")
     if sc.get("stages"):
-        lines += ["#### sccache per stage", "", "| stage | mode | hits | misses | rate | by language | not cacheable | write errors |",
+        lines += ["#### sccache per stage", "",
+                  "| stage | mode | hits | misses | rate | by language | not cacheable | write errors |",
                   "|---|---|---|---|---|---|---|---|"]
         for name, st in sc["stages"].items():
             langs = ", ".join(f"{md(lang)} {md(n)}/{md(_count(n) + _count(st['misses_by_language'].get(lang, 0)))}"
                               for lang, n in st["hits_by_language"].items()) or "-"
             note = " (layer cache: not rebuilt)" if st.get("from_layer_cache") else ""
             lines.append(f"| {md(name)}{note} | {md(st['mode'] or '-')} | {md(st['hits'])} | {md(st['misses'])} "
-                         f"| {_rate(st['hit_rate'])} | {langs} | {md(st['not_cacheable'])} | {md(st['write_errors'])} |")
+                         f"| {_rate(st['hit_rate'])} | {langs} | {md(st['not_cacheable'])} "
+                         f"| {md(st['write_errors'])} |")
         lines.append("")
     if report.stages:
         lines += ["#### Stages", "", "| stage | steps | cached | seconds | own layers |", "|---|---|---|---|---|"]
@@ -192,7 +195,8 @@ def build_summary(report) -> str:
         lines.append("")
         sized = {name: st["size"] for name, st in report.stages.items() if st.get("size")}
         if sized:
-            lines += ["```mermaid", f"pie title Image size by stage ({_pie_label(report.image)}, {_pie_label(report.arch)})"]
+            title = f"Image size by stage ({_pie_label(report.image)}, {_pie_label(report.arch)})"
+            lines += ["```mermaid", f"pie title {title}"]
             lines += [f'    "{_pie_label(name)}" : {round(size / 1e6, 2)}' for name, size in sized.items()
                       if isinstance(size, (int, float))]
             lines += ["```", ""]
@@ -207,10 +211,11 @@ def build_text(report) -> str:
     lines = [f"ghbuild: built {report.image}/{report.arch} ({report.backend})",
              f"  image    {report.ref or report.image_id}",
              *([f"  builder  {report.builder}"] if getattr(report, "builder", None) else []),
-             f"  sccache  {sc.get('mode')}: {sc.get('hits', 0)} hits, {sc.get('misses', 0)} misses ({_rate(sc.get('hit_rate'))})"]
+             f"  sccache  {sc.get('mode')}: {sc.get('hits', 0)} hits, {sc.get('misses', 0)} misses "
+             f"({_rate(sc.get('hit_rate'))})"]
     for name, st in (sc.get("stages") or {}).items():
-        lines.append(f"    {name:<10} {st['mode'] or '-':<10} hits {st['hits']:>4}  misses {st['misses']:>4}  {st['seconds']:>5}s"
-                     + ("  (layer cache)" if st.get("from_layer_cache") else ""))
+        lines.append(f"    {name:<10} {st['mode'] or '-':<10} hits {st['hits']:>4}  misses {st['misses']:>4}  "
+                     f"{st['seconds']:>5}s" + ("  (layer cache)" if st.get("from_layer_cache") else ""))
     if report.size is not None:
         lines.append(f"  size     {format_size(report.size)}")
     timings = getattr(report, "timings", None) or {}

@@ -178,7 +178,7 @@ def _worktree_entries(root: Path, paths: Sequence[str], indexed: Mapping[str, tu
     if batch:
         names = "".join(p + "\n" for p in batch).encode("utf-8", "surrogateescape")
         text = _git(root, "hash-object", "--stdin-paths", input_bytes=names).decode("ascii")
-        for path, oid in zip(batch, text.split()):
+        for path, oid in zip(batch, text.split(), strict=True):
             out.append(InputEntry(path, indexed[path][0], oid, "worktree"))
     for path in regular:
         if "\n" in path:
@@ -191,7 +191,7 @@ def _collect(root: Path, patterns: Sequence[str], with_changes: bool):
     indexed: dict[str, tuple[str, str]] = {}
     missing: list[str] = []
     listings, changed = _ls_files(root, patterns, with_changes=with_changes)
-    for pattern, entries in zip(patterns, listings):
+    for pattern, entries in zip(patterns, listings, strict=True):
         if not entries:
             missing.append(pattern)
         indexed.update(entries)
@@ -310,6 +310,6 @@ def base_digests(refs: Iterable[str], resolve: Resolver) -> dict[str, str]:
     """Digest of each external image: a digest-pinned ref is taken as written, a tag is resolved."""
     out = {}
     for ref in refs:
-        name, sep, digest = ref.partition("@")
+        _name, sep, digest = ref.partition("@")
         out[ref] = digest if sep and digest.startswith("sha256:") else resolve(ref)
     return out

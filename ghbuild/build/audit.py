@@ -32,7 +32,7 @@ def attribute(history_oldest_first: list[dict], chain: list[Stage]) -> tuple[lis
     else:
         owners = [chain[-1].label if chain else "image"] * total
     layers = []
-    for owner, entry in zip(owners, history_oldest_first):
+    for owner, entry in zip(owners, history_oldest_first, strict=True):
         created_by = " ".join(str(entry.get("CreatedBy") or "").split())
         layers.append(Layer(stage=owner, created_by=created_by.removeprefix("/bin/sh -c ")[:160],
                             size=int(entry.get("Size") or 0)))

@@ -10,6 +10,7 @@ and listed in `skipped`, one line each, so a difference from the plan is never s
 
 from __future__ import annotations
 
+import itertools
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -53,7 +54,7 @@ class BuildCommand(NamedTuple):
     def exports_every_stage(self) -> bool:
         """A mode=max cache export is in the command: BuildKit then makes a blob of every stage's layers."""
         return any(flag == "--cache-to" and _kv(spec).get("mode") == "max"
-                   for flag, spec in zip(self.argv, self.argv[1:]))
+                   for flag, spec in itertools.pairwise(self.argv))
 
     def display(self) -> str:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))

@@ -153,9 +153,8 @@ def sccache_runs(log_text: str) -> SccacheRuns:
                 runs.stats[stage] = data
             else:
                 runs.unreadable.add(stage)
-        elif match := _DONE_RE.match(line):
-            if match.group(1) in step_wrapped:
-                ran.add(step_wrapped[match.group(1)])
+        elif (match := _DONE_RE.match(line)) and match.group(1) in step_wrapped:
+            ran.add(step_wrapped[match.group(1)])
     runs.cached -= set(runs.stats)
     runs.unreadable |= ran - set(runs.stats) - runs.cached
     return runs

@@ -41,9 +41,9 @@ class BuildReport(SimpleNamespace):
     def __init__(self, image: str, arch: str, platform: str, backend: str, target: str | None, command: str,
                  **fields: Any) -> None:
         super().__init__(image=image, arch=arch, platform=platform, backend=backend, target=target, command=command,
-                         builder=None, config_digest=None, ref=None, digest=None, image_id=None, tags=[], pushed=False, cache_from=[], cache_to=[],
-                         skipped=[], warnings=[], sccache={}, layers=[], stages={}, size=None, timings={},
-                         budget_failures=[])
+                         builder=None, config_digest=None, ref=None, digest=None, image_id=None, tags=[], pushed=False,
+                         cache_from=[], cache_to=[], skipped=[], warnings=[], sccache={}, layers=[], stages={},
+                         size=None, timings={}, budget_failures=[])
         unknown = sorted(set(fields) - set(vars(self)))
         if unknown:
             raise TypeError(f"BuildReport: unknown fields {', '.join(unknown)}")

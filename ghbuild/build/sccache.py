@@ -38,7 +38,7 @@ class SccacheDecision(Sealed):
     secret: str | None                 # credential lines (env-file text); never logged
 
     def __init__(self, mode: str, reason: str, settings: dict[str, str], secret: str | None = None) -> None:
-        for name, value in zip(self.__slots__, (mode, reason, settings, secret)):
+        for name, value in zip(self.__slots__, (mode, reason, settings, secret), strict=True):
             object.__setattr__(self, name, value)
 
     @property
@@ -183,6 +183,7 @@ def _helper_hint(options) -> str:
     origin = f" (now set by {source})" if source else (
         " (now the default)" if options.sccache.helper_image == DEFAULT_SCCACHE_HELPER_IMAGE else "")
     return (f"set sccache.helper-image{origin} to a helper image that is published, e.g. "
-            f"{DEFAULT_SCCACHE_HELPER_IMAGE.rsplit(':', 1)[0]}:nightly: in ghbuild.toml `[sccache] helper-image = \"...\"`, "
+            f"{DEFAULT_SCCACHE_HELPER_IMAGE.rsplit(':', 1)[0]}:nightly: in ghbuild.toml "
+            "`[sccache] helper-image = \"...\"`, "
             "or the variable GHBUILD_SCCACHE_HELPER_IMAGE, or a reusable workflow's `overrides` input "
             "`sccache.helper-image=...`; or publish your own from docker/sccache-helper")

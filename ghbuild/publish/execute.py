@@ -17,10 +17,10 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
     """Publish every plan as one unit: all images checked, then all copied, then one tag phase for all.
 
     The tag phase (ghbuild.publish.tag_moves) runs under each publish repository's lease
-    (ghbuild.publish.lease), taken only when a tag has to move. A nightly whose commit is older than the one the moving tags last went
-    to (`commit_time`, Unix seconds, against the lease's record) creates its own immutable tags and
-    leaves the moving ones alone. `commit_time` may be a function that finds it: it is called only when a
-    tag has to move (a republish never asks git).
+    (ghbuild.publish.lease), taken only when a tag has to move. A nightly whose commit is older than
+    the one the moving tags last went to (`commit_time`, Unix seconds, against the lease's record)
+    creates its own immutable tags and leaves the moving ones alone. `commit_time` may be a function
+    that finds it: it is called only when a tag has to move (a republish never asks git).
     """
     prepared = [copy._prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
     stats = {id(p): registry.CopyStats() for p in prepared}

@@ -13,7 +13,8 @@ mutual-exclusion protocol, which needs nothing but reads and writes:
 Any run that saw the lease free wrote within `max_write` of that read, so after `settle` every competing
 write has landed: of two runs, the later writer wins, the other sees its token and waits. The holder
 checks the lease again before each moving-tag write (`check`), and gives it back when done (`release`,
-only while it still holds it). A run that died keeps the lease until it expires (`ttl`, two minutes: far longer than a tag phase, which checks it has not run out).
+only while it still holds it). A run that died keeps the lease until it expires (`ttl`, two minutes:
+far longer than a tag phase, which checks it has not run out).
 
 This assumes a registry that returns a completed write on the next read (the distribution registry
 does; Docker Hub and GHCR are read-after-write consistent for a manifest by tag as far as we know) and

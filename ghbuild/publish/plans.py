@@ -1,4 +1,5 @@
-"""What a publish will do, decided before any request: the nightly and release plans per image, bound to the trusted build records."""
+"""What a publish will do, decided before any request: the nightly and release plans per image, bound
+to the trusted build records."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def parse_version(text: str):
     try:
         version = Version(raw[1:] if raw[:1] in "vV" else raw)
     except InvalidVersion:
-        raise PublishError(f"--version: {raw!r} is not a valid version (PEP 440, e.g. 0.7.0, 0.7.0rc1, 0.7.0.post1)") from None
+        raise PublishError(f"--version: {raw!r} is not a valid version "
+                           "(PEP 440, e.g. 0.7.0, 0.7.0rc1, 0.7.0.post1)") from None
     if version.local:
         raise PublishError(f"--version: {raw!r} has a local part (+...), which a tag cannot hold")
     return version
@@ -126,13 +128,14 @@ def trusted_records(records: Mapping[str, Mapping[str, Any]] | None, sha: str) -
     checked = {}
     for job_id, record in records.items():
         where = f"build record {job_id}"
-        if not isinstance(record, Mapping) or not all(isinstance(record.get(k), str) for k in ("image", "arch", "digest",
-                                                                                                "ref", "sha")):
+        fields = ("image", "arch", "digest", "ref", "sha")
+        if not isinstance(record, Mapping) or not all(isinstance(record.get(k), str) for k in fields):
             raise PublishError(f"{where}: not a record of `ghbuild build --record` (image, arch, digest, ref, sha)")
         if record["sha"] != sha:
             raise PublishError(f"{where} is of commit {record['sha']}, not {sha}")
         if record.get("trusted") is not True:
-            raise PublishError(f"{where} was written by an untrusted build: only a trusted build's images are published")
+            raise PublishError(f"{where} was written by an untrusted build: only a trusted build's images "
+                               "are published")
         if not naming.DIGEST_RE.match(record["digest"]) or not record["ref"].endswith("@" + record["digest"]):
             raise PublishError(f"{where}: digest {record['digest']!r} and ref {record['ref']!r} do not agree")
         checked[job_id] = record

@@ -45,7 +45,8 @@ def create_github_release(env: Mapping[str, str], version, sha: str, body: str, 
     repository = env.get("GITHUB_REPOSITORY")
     token = env.get("GITHUB_TOKEN")
     if not repository or not token:
-        raise PublishError("GitHub release: GITHUB_REPOSITORY and GITHUB_TOKEN are needed (or pass --no-github-release)")
+        raise PublishError("GitHub release: GITHUB_REPOSITORY and GITHUB_TOKEN are needed "
+                           "(or pass --no-github-release)")
     client = Github(base_url=env.get("GITHUB_API_URL") or "https://api.github.com", auth=Auth.Token(token),
                     seconds_between_writes=0.1)
     tag = f"v{version}"
@@ -89,7 +90,8 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     `source_url` (the canonical repository's URL) is what every image's source label must name, with
     `sha` as its revision. Every image is checked and copied before any tag moves, and the tags of all
     of them move in one phase (`execute_all`); `commit_time` (Unix seconds of `sha`) keeps an older
-    commit's nightly from moving tags a newer one holds; `lease_options` tune ghbuild.publish.lease.Lease. Without records only a dry run proceeds (it reads the staging tags).
+    commit's nightly from moving tags a newer one holds; `lease_options` tune
+    ghbuild.publish.lease.Lease. Without records only a dry run proceeds (it reads the staging tags).
     `log` takes progress lines, `say` the per-image report and the GitHub release line, `warn` what a
     workflow should show as a warning; `group` (a context manager factory) folds each image's log.
     """

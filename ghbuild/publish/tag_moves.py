@@ -107,7 +107,8 @@ def apply(moves: Sequence[TagMove], *, check_lease: Callable[[TagMove], None] = 
                 check_lease(move)
                 now = move.reg.resolve(move.repo, move.tag)
                 if (now.digest if now else None) != move.previous:
-                    raise PublishError(f"{move.ref} changed during this publish (now {now.digest if now else 'absent'}, "
+                    raise PublishError(f"{move.ref} changed during this publish "
+                                       f"(now {now.digest if now else 'absent'}, "
                                        f"was {move.previous or 'absent'}): another writer; stopping")
             log(move.describe())
             phase.moved.append(move)      # before the write: a lost reply may still have applied it

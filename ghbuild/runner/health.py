@@ -388,7 +388,8 @@ def check(*, gpus: int = 1, min_free_disk: int | str = DEFAULT_MIN_FREE_DISK, di
     host = host or Host()
     if gpus == 0:
         # A job that uses no GPU (building, not smoke-testing) needs neither the devices nor the group.
-        gpu_checks = [Check(name, True, "skipped (--gpus 0)", {"skipped": True}) for name in ("gpus", "kfd", "render-gid")]
+        gpu_checks = [Check(name, True, "skipped (--gpus 0)", {"skipped": True})
+                      for name in ("gpus", "kfd", "render-gid")]
     else:
         gpu_checks = [check_gpus(host, gpus, rocminfo_timeout), check_kfd(host), check_render_gid(host)]
     return Report([*gpu_checks, check_disk(host, need, disk_path, docker_timeout),
