@@ -3,7 +3,7 @@
 Reads the repository (its Dockerfiles, their stages, the git remote) and writes two files, the config
 `ghbuild.toml` and the caller workflow `.github/workflows/images.yml`, pinned to the ghbuild that runs
 this; and says, per Dockerfile, which lines give its compile steps sccache (the helper-image contract
-of the README's "Your Dockerfile: three lines for sccache"), as instructions or as a patch. It never
+of docs/building.md, "Your Dockerfile: three lines for sccache"), as instructions or as a patch. It never
 edits a Dockerfile itself, and never overwrites a file without `force`. Everything is checked (the
 config is loaded like any other) before the first byte is written.
 """

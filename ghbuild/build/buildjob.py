@@ -76,7 +76,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     if push and plan.trust.trusted and env.get("GHBUILD_TRUSTED_LOGIN") == "job":
         warnings.append("trusted writes (the canonical cache, per-commit and base tags) use this job's own registry "
                         "login: every job that holds it can write them too; put GHBUILD_TRUSTED_REGISTRY_PASSWORD in "
-                        "the trusted environment (README: Who can write what)")
+                        "the trusted environment (docs/trust.md: Who can write what)")
     warnings += [helper_note] if helper_note else []
     client = _client(env, request, probe)
     # The builder's questions (docker CLI runs, tens of milliseconds each) go on while S3 is probed.
