@@ -503,7 +503,7 @@ def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
                                 log=lambda m: None)
         desc = registry.Descriptor("application/octet-stream", "sha256:" + "b" * 64, 8 << 20)
         with pytest.raises(TransientError, match="401 during a streamed upload"):
-            reg._retry(lambda: reg._patch_and_commit("r", desc, iter(SizedBody(8 << 20)),
+            reg.retry(lambda: reg._patch_and_commit("r", desc, iter(SizedBody(8 << 20)),
                                                      f"http://127.0.0.1:{server.port}/v2/r/blobs/uploads/1"),
                        "copy blob")
         # The first attempt had no challenge to go on; the second sent a new token (not the refused one, and
@@ -536,10 +536,10 @@ def test_a_challenge_from_where_a_redirect_led_never_gets_the_registry_credentia
 
 def test_an_https_registry_never_sends_its_credentials_to_an_http_token_server():
     from ghbuild.errors import AuthError
-    from ghbuild.registry import client as registry
+    from ghbuild.registry.auth import RegistryAuth
     from ghbuild.registry.credentials import Credentials
 
-    auth = registry._Auth(Session(trust_env=False), Credentials("u", "p"), True, (5, 5), "https")
+    auth = RegistryAuth(Session(trust_env=False), Credentials("u", "p"), True, (5, 5), "https")
     auth.bearer = {"realm": "http://127.0.0.1:1/token"}
     with pytest.raises(AuthError, match="not https"):
         auth.fetch_token(["repository:r:pull"])

@@ -24,8 +24,8 @@ from ghbuild.config.options import ImageOptions, Options, PublishOptions
 from ghbuild.errors import PublishError
 from ghbuild.publish import promote, results, tag_moves
 from ghbuild.publish.lease import LEASE_TAG
-from ghbuild.registry import client as registry
 from ghbuild.registry.client import Registry
+from ghbuild.registry.copy import CopyStats, copy_image
 
 SUFFIX = {"amd64": "x86_64", "arm64": "arm64"}
 MOVING = ("nightly", "nightly-x86_64", "nightly-arm64")
@@ -202,8 +202,8 @@ def test_rollback_leaves_a_tag_that_another_writer_moved_since(reg, registry_url
     amd = reg.get_manifest("stage/app", records["app-amd64"]["digest"])
     arm = reg.get_manifest("stage/app", records["app-arm64"]["digest"])
     for manifest in (amd, arm):     # what the copy phase would have put there
-        registry.copy_image(Registry(host, log=lambda m: None), "stage/app", manifest.digest, dst, "hub/app", (),
-                            registry.CopyStats())
+        copy_image(Registry(host, log=lambda m: None), "stage/app", manifest.digest, dst, "hub/app", (),
+                   CopyStats())
     moves = tag_moves.read_previous([
         tag_moves.TagMove("hub/app", "hub/app", dst, "nightly-x86_64", amd.digest, amd.body, amd.media_type,
                           tag_moves.MOVING_ARCH),

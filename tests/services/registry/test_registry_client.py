@@ -22,8 +22,11 @@ from fakes.faultproxy import FaultProxy
 from fakes.httpserver import free_port
 from fakes.oci import MT_DOCKER_LIST, MT_OCI_INDEX, RegistryClient
 
-from ghbuild.registry import client as registry
-from ghbuild.registry.client import AuthError, CopyStats, Descriptor, DigestMismatch, Registry, TransientError
+from ghbuild.errors import AuthError, DigestMismatch, TransientError
+from ghbuild.registry import copy as registry_copy
+from ghbuild.registry.client import Registry
+from ghbuild.registry.copy import CopyStats
+from ghbuild.registry.manifest import Descriptor
 
 # --------------------------------------------------------------------------- the registry and the proxy
 
@@ -290,7 +293,7 @@ def test_copy_image_moves_only_missing_blobs(reg, proxy, direct_host):
     sizes = blob_sizes(reg, src_repo, image["digest"])
     src, dst = Client(direct_host), Client(proxy.host)
 
-    m, stats = registry.copy_image(src.reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",))
+    m, stats = registry_copy.copy_image(src.reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",))
     assert m.digest == image["digest"]
     assert (stats.copied_blobs, stats.copied_bytes) == (2, sum(sizes.values()))
     assert (stats.manifests, stats.tags_moved, stats.mounted_blobs) == (1, 1, 0)
@@ -300,7 +303,7 @@ def test_copy_image_moves_only_missing_blobs(reg, proxy, direct_host):
     assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
 
     proxy.clear_log()
-    _, again = registry.copy_image(src.reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",))
+    _, again = registry_copy.copy_image(src.reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",))
     assert (again.copied_bytes, again.copied_blobs, again.manifests, again.tags_moved) == (0, 0, 0, 0)
     assert again.manifests_present == 1
     assert {e.method for e in proxy.log} == {"HEAD"}                     # nothing written
@@ -309,7 +312,7 @@ def test_copy_image_moves_only_missing_blobs(reg, proxy, direct_host):
     proxy.clear_log()
     arm = reg.push_image(src_repo, "v1-arm64", architecture="arm64", payload=payload)
     arm_sizes = blob_sizes(reg, src_repo, arm["digest"])
-    _, third = registry.copy_image(src.reg, src_repo, "v1-arm64", dst.reg, dst_repo)
+    _, third = registry_copy.copy_image(src.reg, src_repo, "v1-arm64", dst.reg, dst_repo)
     (config,) = set(arm_sizes) - set(sizes)
     assert (third.copied_blobs, third.copied_bytes) == (1, arm_sizes[config])
     assert (third.skipped_blobs, third.skipped_bytes) == (1, arm_sizes[image_layer(reg, src_repo, arm)])
@@ -325,7 +328,7 @@ def test_copy_index_children_first_then_index_then_tag(reg, proxy, direct_host):
     amd = reg.push_image(src_repo, None, architecture="amd64", payload=b"idx amd64")
     arm = reg.push_image(src_repo, None, architecture="arm64", variant="v8", payload=b"idx arm64")
     index = reg.push_index(src_repo, [amd, arm], "multi", media_type=MT_OCI_INDEX)
-    m, stats = registry.copy_image(Client(direct_host).reg, src_repo, "multi", Client(proxy.host).reg, dst_repo,
+    m, stats = registry_copy.copy_image(Client(direct_host).reg, src_repo, "multi", Client(proxy.host).reg, dst_repo,
                                    tags=("multi",))
     assert m.digest == index["digest"] and stats.manifests == 3 and stats.tags_moved == 1
     puts = [e.path.rsplit("/", 1)[1] for e in proxy.requests("PUT", r"/manifests/")]
@@ -337,7 +340,7 @@ def test_mount_within_one_registry(reg, proxy):
     image = reg.push_image(src_repo, "v1", payload=b"mount me")
     sizes = blob_sizes(reg, src_repo, image["digest"])
     c = Client(proxy.host)
-    _, stats = registry.copy_image(c.reg, src_repo, "v1", c.reg, dst_repo, tags=("v1",))
+    _, stats = registry_copy.copy_image(c.reg, src_repo, "v1", c.reg, dst_repo, tags=("v1",))
     assert (stats.mounted_blobs, stats.mounted_bytes) == (2, sum(sizes.values()))
     assert (stats.copied_blobs, stats.copied_bytes) == (0, 0)
     mounts = proxy.requests("POST", r"/blobs/uploads/")
@@ -370,7 +373,7 @@ def test_reset_mid_blob_upload_is_retried(reg, proxy, direct_host):
     proxy.reset("PATCH", r"/blobs/uploads/", after=64 * 1024, content_length=sizes[layer])
     dst = Client(proxy.host)
     # one blob at a time, so the proxy log has one order to check (parallel copies: see below)
-    _, stats = registry.copy_image(Client(direct_host).reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",),
+    _, stats = registry_copy.copy_image(Client(direct_host).reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",),
                                    parallel=1)
     assert stats.copied_blobs == 2 and stats.copied_bytes == sum(sizes.values())
     layer_patches = proxy.requests("PATCH")
@@ -393,7 +396,7 @@ def test_reset_mid_blob_download_is_retried(reg, proxy, direct_host):
     layer = image_layer(reg, src_repo, image)
     proxy.reset("GET", rf"/blobs/{layer}$", after=100_000, on="response")
     src = Client(proxy.host)
-    _, stats = registry.copy_image(src.reg, src_repo, "v1", Client(direct_host).reg, dst_repo, tags=("v1",),
+    _, stats = registry_copy.copy_image(src.reg, src_repo, "v1", Client(direct_host).reg, dst_repo, tags=("v1",),
                                    parallel=1)
     assert stats.copied_blobs == 2
     gets = proxy.requests("GET", rf"/blobs/{layer}$")
@@ -410,7 +413,7 @@ def test_persistent_upload_failure_raises_and_pushes_no_manifest(reg, proxy, dir
     dst = Client(proxy.host, attempts=3)
     stats = CopyStats()
     with pytest.raises(TransientError, match=r"copy blob sha256:\S+: failed after 3 attempts: PATCH blob .*HTTP 500"):
-        registry.copy_image(Client(direct_host).reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",), stats=stats,
+        registry_copy.copy_image(Client(direct_host).reg, src_repo, "v1", dst.reg, dst_repo, tags=("v1",), stats=stats,
                             parallel=1)
     assert len(proxy.requests("PATCH")) == 3
     assert len(proxy.requests("DELETE", r"/blobs/uploads/")) == 3      # every failed session cancelled
@@ -469,17 +472,15 @@ def test_read_blob_reset_mid_body_is_a_transient_registry_error(reg, proxy):
 
 def test_long_blob_copies_report_progress():
     """A blob that streams for longer than a moment says how far it is (bytes of total), at most once per period."""
-    from ghbuild.registry import client as reg_mod
-
     lines: list[str] = []
-    desc = reg_mod.Descriptor("application/octet-stream", "sha256:" + "a" * 64, 3_000_000)
+    desc = Descriptor("application/octet-stream", "sha256:" + "a" * 64, 3_000_000)
     ticks = iter([0.0, 6.0, 7.0, 12.5])
-    real = reg_mod.time.monotonic
-    reg_mod.time.monotonic = lambda: next(ticks)
+    real = registry_copy.time.monotonic
+    registry_copy.time.monotonic = lambda: next(ticks)
     try:
-        out = list(reg_mod._with_progress([b"x" * 1_000_000] * 3, desc, lines.append, every=5.0))
+        out = list(registry_copy._with_progress([b"x" * 1_000_000] * 3, desc, lines.append, every=5.0))
     finally:
-        reg_mod.time.monotonic = real
+        registry_copy.time.monotonic = real
     assert b"".join(out) == b"x" * 3_000_000
     assert lines == ["  ...    sha256:aaaaaaaaaaaa 1.0 of 3.0 MB (0.2 MB/s)",
                      "  ...    sha256:aaaaaaaaaaaa 3.0 of 3.0 MB (0.2 MB/s)"]
@@ -498,7 +499,7 @@ def test_blobs_of_one_image_are_copied_in_parallel(reg, proxy, direct_host):
     for parallel in (4, 1):
         dst_repo = name()
         start = _time.monotonic()
-        _, stats = registry.copy_image(Client(direct_host).reg, src_repo, "v1", Client(proxy.host).reg, dst_repo,
+        _, stats = registry_copy.copy_image(Client(direct_host).reg, src_repo, "v1", Client(proxy.host).reg, dst_repo,
                                        tags=("v1",), parallel=parallel)
         timings[parallel] = _time.monotonic() - start
         assert (stats.copied_blobs, stats.copied_bytes) == (2, sum(sizes.values()))
@@ -552,7 +553,7 @@ def test_copy_of_a_source_serving_wrong_bytes_fails_and_pushes_nothing(reg, prox
     src.open_blob = open_corrupted
     dst = Client(proxy.host)
     with pytest.raises(DigestMismatch, match=layer[:19]):
-        registry.copy_image(src, src_repo, "v1", dst.reg, dst_repo, tags=("v1",), parallel=1)
+        registry_copy.copy_image(src, src_repo, "v1", dst.reg, dst_repo, tags=("v1",), parallel=1)
     layer_puts = [e for e in proxy.requests("PUT", r"/blobs/uploads/") if layer.split(":")[1] in e.path]
     assert [e.status for e in layer_puts] == [400] and dst.sleeps == []
     assert proxy.requests("PUT", r"/manifests/") == []
@@ -568,7 +569,7 @@ def test_source_length_other_than_the_descriptor_fails_before_uploading(reg, pro
     digest = reg.push_blob(src_repo, data)
     stats = CopyStats()
     with pytest.raises(DigestMismatch, match="serves 50000 bytes, the manifest says 50001"):
-        registry.copy_blob(Client(direct_host).reg, src_repo, Client(proxy.host).reg, dst_repo,
+        registry_copy.copy_blob(Client(direct_host).reg, src_repo, Client(proxy.host).reg, dst_repo,
                            Descriptor("application/octet-stream", digest, len(data) + 1), stats)
     assert [e.method for e in proxy.log] == ["HEAD"] and stats.copied_blobs == 0
 
@@ -598,14 +599,14 @@ def test_copy_does_not_hash_the_streamed_blob_locally(reg, proxy, direct_host, m
     image = reg.push_image(src_repo, "v1", payload=big_payload(400_000))
     sizes = blob_sizes(reg, src_repo, image["digest"])
     hashed = []
-    real = registry.hashlib.sha256
+    real = hashlib.sha256
 
     def counting_sha256(data: bytes = b""):
         hashed.append(len(data))
         return real(data)
 
-    monkeypatch.setattr(registry.hashlib, "sha256", counting_sha256)
-    _, stats = registry.copy_image(Client(direct_host).reg, src_repo, "v1", Client(proxy.host).reg, dst_repo,
+    monkeypatch.setattr(hashlib, "sha256", counting_sha256)
+    _, stats = registry_copy.copy_image(Client(direct_host).reg, src_repo, "v1", Client(proxy.host).reg, dst_repo,
                                    tags=("v1",))
     assert stats.copied_bytes == sum(sizes.values()) > 400_000
     assert sum(hashed) < 10_000, hashed

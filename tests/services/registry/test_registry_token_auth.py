@@ -16,8 +16,10 @@ from fakes.httpserver import LoopbackService, reply, reply_json
 from fakes.oci import RegistryClient
 from fakes.registry_server import running_registry
 
-from ghbuild.registry import client as registry
-from ghbuild.registry.client import AuthError, Credentials, Registry
+from ghbuild.errors import AuthError, RegistryError
+from ghbuild.registry.client import Registry
+from ghbuild.registry.copy import copy_image
+from ghbuild.registry.credentials import Credentials
 
 USER, PASSWORD = "robot", "s3cret-token-value"
 
@@ -115,7 +117,7 @@ def test_push_pull_and_mount_with_scoped_tokens(token_registry):
     assert tokens.requests[-1]["scopes"] == ["repository:team/src:pull"]
 
     # a copy within one registry mounts: one token carries push on the target and pull on the source
-    _, stats = registry.copy_image(client, "team/src", "v1", client, "team/dst", tags=("v1",), parallel=1)
+    _, stats = copy_image(client, "team/src", "v1", client, "team/dst", tags=("v1",), parallel=1)
     assert stats.mounted_blobs == 2 and stats.copied_blobs == 0 and stats.tags_moved == 1
     assert any({"repository:team/dst:pull,push", "repository:team/src:pull"} <= set(r["scopes"])
                for r in tokens.requests)
@@ -138,5 +140,5 @@ def test_anonymous_pull_of_a_public_repository_and_refused_push(token_registry):
     anonymous = Registry(proxy.host)
     assert anonymous.resolve("public/app", "v1").digest == image["digest"]
     manifest = anonymous.get_manifest("public/app", "v1")
-    with pytest.raises(registry.RegistryError):
+    with pytest.raises(RegistryError):
         anonymous.put_manifest("public/app", "v2", manifest.raw, manifest.media_type)

@@ -1,0 +1,219 @@
+"""Copies between registries: blobs (skipped when present, mounted across repositories of one host, else
+streamed source to target), whole images and indexes (children first, by digest), then their tags.
+
+The copy talks to both ends through `Endpoint`, the part of ghbuild.registry.client.Registry it needs, so this
+module does not import the client (the client re-exports these names for the modules that used to find them
+there).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Protocol, Self, TypeVar
+
+from ghbuild.errors import DigestMismatch, RegistryError
+from ghbuild.http.session import Response
+from ghbuild.registry.manifest import Descriptor, Manifest
+
+CHUNK = 1 << 20                # bytes read from the source per iteration while streaming a blob
+PROGRESS_EVERY = 5.0           # seconds between progress lines while one blob streams
+
+Log = Callable[[str], None]
+T = TypeVar("T")
+
+
+class Endpoint(Protocol):
+    """One side of a copy: what copy_blob and copy_image ask of a registry client."""
+
+    host: str
+    log: Log
+
+    def clone(self) -> Self: ...
+    def retry(self, fn: Callable[[], T], what: str) -> T: ...
+    def blob_exists(self, repo: str, digest: str) -> bool: ...
+    def mount_blob(self, repo: str, digest: str, from_repo: str) -> str | None: ...
+    def open_blob(self, repo: str, digest: str) -> Response: ...
+    def upload_stream(self, repo: str, desc: Descriptor, chunks: Iterable[bytes],
+                      location: str | None = None) -> None: ...
+    def cancel_upload(self, repo: str, location: str) -> None: ...
+    def get_manifest(self, repo: str, ref: str) -> Manifest: ...
+    def resolve(self, repo: str, ref: str) -> Descriptor | None: ...
+    def put_manifest(self, repo: str, ref: str, raw: bytes, media_type: str) -> str: ...
+
+
+@dataclass
+class CopyStats:
+    """Counters of a copy; the threads of one copy each count their own part and add it up at the end."""
+
+    copied_bytes: int = 0
+    copied_blobs: int = 0
+    skipped_bytes: int = 0
+    skipped_blobs: int = 0
+    mounted_bytes: int = 0
+    mounted_blobs: int = 0
+    manifests: int = 0            # pushed
+    manifests_present: int = 0    # already on the target, not pushed
+    tags_moved: int = 0           # tags created or pointed at a new digest
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    def add(self, part: CopyStats) -> None:
+        self.copied_bytes += part.copied_bytes
+        self.copied_blobs += part.copied_blobs
+        self.skipped_bytes += part.skipped_bytes
+        self.skipped_blobs += part.skipped_blobs
+        self.mounted_bytes += part.mounted_bytes
+        self.mounted_blobs += part.mounted_blobs
+        self.manifests += part.manifests
+        self.manifests_present += part.manifests_present
+        self.tags_moved += part.tags_moved
+
+    def skipped(self, desc: Descriptor) -> None:
+        self.skipped_bytes += desc.size
+        self.skipped_blobs += 1
+
+    def mounted(self, desc: Descriptor) -> None:
+        self.mounted_bytes += desc.size
+        self.mounted_blobs += 1
+
+    def copied(self, desc: Descriptor) -> None:
+        self.copied_bytes += desc.size
+        self.copied_blobs += 1
+
+
+def _with_progress(chunks: Iterable[bytes], desc: Descriptor, log: Log,
+                   every: float = PROGRESS_EVERY) -> Iterator[bytes]:
+    """Pass chunks through, saying how far a long blob copy is (at most one line per `every` seconds)."""
+    sent, start = 0, time.monotonic()
+    last = start
+    for chunk in chunks:
+        sent += len(chunk)
+        yield chunk
+        now = time.monotonic()
+        if now - last >= every:
+            rate = sent / max(now - start, 1e-9) / 1e6
+            log(f"  ...    {desc.digest[:19]} {sent / 1e6:,.1f} of {desc.size / 1e6:,.1f} MB ({rate:,.1f} MB/s)")
+            last = now
+
+
+def _length_mismatch(resp: Response, desc: Descriptor) -> DigestMismatch | None:
+    """A source whose Content-Length is not the descriptor's size cannot serve these bytes: fail before uploading."""
+    length = (resp.headers.get("Content-Length") or "").strip()
+    if length.isdigit() and int(length) != desc.size:
+        return DigestMismatch(f"{desc.digest}: the source serves {int(length)} bytes, the manifest says {desc.size}")
+    return None
+
+
+def copy_blob(src: Endpoint, src_repo: str, dst: Endpoint, dst_repo: str, desc: Descriptor,
+              stats: CopyStats, log: Log | None = None) -> None:
+    """Copy one blob unless the target has it; mount when both repos are on one registry host."""
+    say = log or dst.log
+    if dst.blob_exists(dst_repo, desc.digest):
+        stats.skipped(desc)
+        say(f"  skip   {desc.digest[:19]} {desc.size:>12,} B (present)")
+        return
+    location = None
+    if src.host == dst.host and src_repo != dst_repo:
+        location = dst.retry(lambda: dst.mount_blob(dst_repo, desc.digest, src_repo), f"mount {desc.digest[:19]}")
+        if location is None:
+            stats.mounted(desc)
+            say(f"  mount  {desc.digest[:19]} {desc.size:>12,} B (from {src_repo})")
+            return
+
+    def once() -> None:
+        nonlocal location
+        resp = src.open_blob(src_repo, desc.digest)
+        try:
+            mismatch = _length_mismatch(resp, desc)
+            if mismatch:
+                if location:
+                    dst.cancel_upload(dst_repo, location)   # the session a refused mount opened
+                raise mismatch
+            # raw.stream: the bytes as stored, never gunzipped (only identity encoding is accepted).
+            chunks = _with_progress(resp.raw.stream(CHUNK, decode_content=False), desc, say)
+            dst.upload_stream(dst_repo, desc, chunks, location)
+        except RegistryError:
+            location = None  # a failed session is not reused: the retry starts a fresh upload
+            raise
+        finally:
+            resp.close()
+
+    dst.retry(once, f"copy blob {desc.digest[:19]}")
+    stats.copied(desc)
+    say(f"  copy   {desc.digest[:19]} {desc.size:>12,} B")
+
+
+def serialized(log: Log) -> Log:
+    """The same log, one line at a time from several threads (print() writes a line and its newline
+    separately, so two copies logging at once shared a line)."""
+    lock = threading.Lock()
+
+    def locked(message: str) -> None:
+        with lock:
+            log(message)
+
+    return locked
+
+
+def _copy_blobs(src: Endpoint, src_repo: str, dst: Endpoint, dst_repo: str, blobs: list[Descriptor],
+                stats: CopyStats, log: Log | None, parallel: int) -> None:
+    """Copy blobs, up to `parallel` at once (each worker with its own HTTP sessions): the target hashes
+    and writes every byte on its own goroutine per upload, so several uploads keep its cores busy."""
+    if parallel <= 1 or len(blobs) <= 1:
+        for desc in blobs:
+            copy_blob(src, src_repo, dst, dst_repo, desc, stats, log)
+        return
+    say = serialized(log or dst.log)
+    local = threading.local()
+
+    def one(desc: Descriptor) -> CopyStats:
+        if not hasattr(local, "clients"):
+            local.clients = (src.clone(), dst.clone())
+        part = CopyStats()
+        copy_blob(local.clients[0], src_repo, local.clients[1], dst_repo, desc, part, say)
+        return part
+
+    # Largest first, so the long transfer starts at once and the small ones fill in around it.
+    ordered = sorted(blobs, key=lambda d: -d.size)
+    with ThreadPoolExecutor(max_workers=min(parallel, len(ordered)), thread_name_prefix="ghbuild-copy") as pool:
+        for part in pool.map(one, ordered):
+            stats.add(part)
+
+
+def copy_image(src: Endpoint, src_repo: str, ref: str, dst: Endpoint, dst_repo: str,
+               tags: Iterable[str] = (), stats: CopyStats | None = None, log: Log | None = None,
+               parallel: int = 4, *, manifest: Manifest | None = None,
+               present: bool | None = None) -> tuple[Manifest, CopyStats]:
+    """Copy an image or a whole index (children first, by digest), then tag it. Manifest bytes are kept.
+    `manifest` (the source's, already read) and `present` (whether the target holds it, already asked) save
+    those requests when the caller has the answers."""
+    stats = stats or CopyStats()
+    say = log or dst.log
+    m = manifest if manifest is not None else src.get_manifest(src_repo, ref)
+    if present is None:
+        present = dst.resolve(dst_repo, m.digest) is not None   # a stored manifest implies its blobs are there
+    if m.is_index:
+        for child in m.children():
+            copy_image(src, src_repo, child.digest, dst, dst_repo, (), stats, say, parallel)
+    elif present:
+        for desc in m.blobs():
+            stats.skipped(desc)
+        say(f"  skip   {m.digest[:19]} manifest present: {len(m.blobs())} blobs not checked one by one")
+    else:
+        _copy_blobs(src, src_repo, dst, dst_repo, m.blobs(), stats, say, parallel)
+    if present:
+        stats.manifests_present += 1
+    else:
+        dst.put_manifest(dst_repo, m.digest, m.raw, m.media_type)  # by digest: no tag moves yet
+        stats.manifests += 1
+    for tag in tags:
+        have = dst.resolve(dst_repo, tag)
+        if have is None or have.digest != m.digest:
+            dst.put_manifest(dst_repo, tag, m.raw, m.media_type)
+            stats.tags_moved += 1
+    return m, stats
