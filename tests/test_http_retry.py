@@ -7,7 +7,8 @@ import email.utils
 
 import pytest
 
-from ghbuild.http.retry import is_loopback, new_session, retry_after_seconds
+from ghbuild.http.origin import is_loopback
+from ghbuild.http.retry import new_session, retry_after_seconds
 
 NOW = 1_750_000_000.0
 

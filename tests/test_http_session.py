@@ -16,15 +16,18 @@ import pytest
 from fakes.httpserver import LoopbackService, reply
 
 from ghbuild.http import session as http_session
-from ghbuild.http.session import (
+from ghbuild.http import transport_env
+from ghbuild.http.errors import (
     CannotResend,
-    ConnectionError,
+    HTTPConnectionError,
+    HTTPTimeout,
     InvalidURL,
-    Session,
-    Timeout,
     TooManyRedirects,
     UnusableSetting,
 )
+from ghbuild.http.origin import keeps_credentials
+from ghbuild.http.response import parse_links
+from ghbuild.http.session import Session
 
 
 class Scripted(LoopbackService):
@@ -144,10 +147,10 @@ def test_an_answer_cut_short_is_a_connection_error(server):
         h.close_connection = True
     server.routes["/short"] = short
     r = Session(trust_env=False).get(server.url + "/short", stream=True)
-    with pytest.raises(ConnectionError, match="IncompleteRead: the connection closed 991 bytes before the end"):
+    with pytest.raises(HTTPConnectionError, match="IncompleteRead: the connection closed 991 bytes before the end"):
         r.raw.read(1000)                            # 9 bytes came, then the connection closed: never a short body
     r = Session(trust_env=False).get(server.url + "/short", stream=True)
-    with pytest.raises(ConnectionError, match="IncompleteRead"):
+    with pytest.raises(HTTPConnectionError, match="IncompleteRead"):
         b"".join(r.raw.stream(64))
     with pytest.raises(OSError):    # what the registry layer catches: a RequestException is an OSError
         Session(trust_env=False).get(server.url + "/short")
@@ -160,12 +163,12 @@ def test_read_timeout_and_refused_connection():
     port = quiet.getsockname()[1]
     try:
         start = time.monotonic()
-        with pytest.raises(Timeout):
+        with pytest.raises(HTTPTimeout):
             Session(trust_env=False).get(f"http://127.0.0.1:{port}/", timeout=(2, 0.5))
         assert time.monotonic() - start < 2
     finally:
         quiet.close()
-    with pytest.raises(ConnectionError, match="connecting: ConnectionRefusedError"):
+    with pytest.raises(HTTPConnectionError, match="connecting: ConnectionRefusedError"):
         Session(trust_env=False).get(f"http://127.0.0.1:{port}/")
 
 
@@ -237,7 +240,7 @@ def test_redirect_loop_is_bounded(server):
     ("reg.example.com", 443, "", False),
 ])
 def test_no_proxy(host, port, no_proxy, bypass):
-    assert http_session._no_proxy_matches(host, port, no_proxy) is bypass
+    assert transport_env.no_proxy_matches(host, port, no_proxy) is bypass
 
 
 def test_http_target_goes_through_the_proxy_as_an_absolute_url(server):
@@ -293,7 +296,7 @@ def tls_server(certificate):
 
 def test_tls_is_verified_against_the_system_store_a_named_bundle_or_requests_ca_bundle(tls_server, certificate):
     url = f"https://localhost:{tls_server.host.split(':')[1]}/v2/"
-    with pytest.raises(ConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+    with pytest.raises(HTTPConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
         Session(trust_env=False).get(url)
     assert Session(trust_env=False).get(url, verify=str(certificate[0])).content == b"over tls"
     assert Session(env={"REQUESTS_CA_BUNDLE": str(certificate[0])}).get(url).content == b"over tls"
@@ -474,7 +477,7 @@ def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
     def token_and_registry(conn, index):
         buffer = b""
         while True:
-            head = read_head(conn) if not buffer else buffer
+            head = buffer or read_head(conn)
             buffer = b""
             if not head:
                 return
@@ -567,7 +570,7 @@ def test_a_location_with_spaces_or_non_ascii_is_sent_encoded(server):
 def test_ipv6_literal_hosts_connect():
     def answer(conn, index):
         head = read_head(conn)
-        host = [line for line in head.split(b"\r\n") if line.lower().startswith(b"host:")][0]
+        host = next(line for line in head.split(b"\r\n") if line.lower().startswith(b"host:"))
         body = host.split(b":", 1)[1].strip()
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
     server = RawServer(answer, socket.AF_INET6, "::1")    # the loopback interface has ::1 on CI's machines
@@ -590,10 +593,10 @@ def test_an_unreadable_ca_bundle_is_a_setting_error(tmp_path):
 def test_verify_false_and_zero_are_the_same_unverified_context():
     import ssl as ssl_module
 
-    assert http_session.tls_context(0).verify_mode == ssl_module.CERT_NONE
-    assert http_session.tls_context(False) is http_session.tls_context(0)
-    assert http_session.tls_context(1) is http_session.tls_context(True)
-    assert http_session.tls_context(True).verify_mode == ssl_module.CERT_REQUIRED
+    assert transport_env.tls_context(0).verify_mode == ssl_module.CERT_NONE
+    assert transport_env.tls_context(False) is transport_env.tls_context(0)
+    assert transport_env.tls_context(1) is transport_env.tls_context(True)
+    assert transport_env.tls_context(True).verify_mode == ssl_module.CERT_REQUIRED
 
 
 def test_an_interim_answer_never_leaves_the_final_one_for_the_next_request():
@@ -610,7 +613,7 @@ def test_an_interim_answer_never_leaves_the_final_one_for_the_next_request():
     server = RawServer(answer)
     try:
         s = Session(trust_env=False)
-        with pytest.raises(ConnectionError, match="interim answer 103"):
+        with pytest.raises(HTTPConnectionError, match="interim answer 103"):
             s.get(f"http://127.0.0.1:{server.port}/first")
         assert s.get(f"http://127.0.0.1:{server.port}/again").content == b"fresh"   # on a new connection
         assert server.connections == 2
@@ -628,7 +631,7 @@ def test_a_reused_connection_takes_the_new_request_s_read_timeout(server):
     s = Session(trust_env=False)
     assert s.get(server.url + "/fast", timeout=(5, 30)).content == b"fast"
     start = time.monotonic()
-    with pytest.raises(Timeout):
+    with pytest.raises(HTTPTimeout):
         s.get(server.url + "/slow", timeout=(5, 0.3))
     assert time.monotonic() - start < 1.2
 
@@ -637,7 +640,7 @@ def test_an_empty_lower_case_proxy_variable_switches_the_upper_case_one_off(serv
     server.routes["/v2/"] = ok(b"direct")
     s = Session(env={"http_proxy": "", "HTTP_PROXY": "http://127.0.0.1:1"})
     assert s.get(server.url + "/v2/").content == b"direct"
-    assert http_session._env_proxy({"http_proxy": "", "ALL_PROXY": "http://p:1"}, "http") == "http://p:1"
+    assert transport_env.env_proxy({"http_proxy": "", "ALL_PROXY": "http://p:1"}, "http") == "http://p:1"
 
 
 def test_a_proxy_refusing_its_credentials_is_a_setting_error():
@@ -655,7 +658,7 @@ def test_a_proxy_refusing_its_credentials_is_a_setting_error():
 
 
 def test_http_to_https_on_the_same_host_keeps_credentials_only_on_default_ports():
-    keeps = http_session._keeps_credentials
+    keeps = keeps_credentials
     assert keeps("http://reg.example/v2/", "https://reg.example/v2/")
     assert keeps("http://reg.example:80/v2/", "https://reg.example:443/v2/")
     assert not keeps("http://reg.example:5000/v2/", "https://reg.example/v2/")
@@ -706,4 +709,4 @@ def test_link_headers_are_read_as_requests_reads_them_and_tag_lists_follow_them(
     requests_utils = pytest.importorskip("requests.utils")
     for header in ['</a?n=1&last=x>; rel="next"', "<https://r.example/b>; rel=next, </c>; rel=\"prev\"; title=x",
                    "", '<d>', "<e>; rel=\"last\" , <f>;rel=first"]:
-        assert http_session.parse_links(header) == requests_utils.parse_header_links(header), header
+        assert parse_links(header) == requests_utils.parse_header_links(header), header

@@ -41,38 +41,11 @@ def retry_after_seconds(value: str | None, clock: Callable[[], float] = time.tim
     return max(0.0, when.timestamp() - clock())
 
 
-def is_loopback(target: str) -> bool:
-    """Whether a host (`127.0.0.1`, `localhost:5000`, `[::1]:5000`, `::1`) or a URL
-    (`http://localhost:8080/v2/`) names this machine: `localhost` or a loopback address."""
-    target = (target or "").strip()
-    if "://" in target:
-        from urllib.parse import urlsplit
-
-        name = urlsplit(target).hostname or ""
-    elif target.startswith("["):
-        name = target[1:].split("]", 1)[0]
-    elif target.count(":") > 1:   # a bare IPv6 address
-        name = target
-    else:
-        name = target.rsplit(":", 1)[0]
-    name = name.lower()
-    if name == "localhost":
-        return True
-    import socket  # already loaded by every HTTP client; ipaddress would cost a start-up its import
-
-    for family, address, loopback in (
-            (socket.AF_INET, name, lambda a: a[0] == 127),                              # 127.0.0.0/8
-            (socket.AF_INET6, name.split("%", 1)[0], lambda a: a == bytes(15) + b"\x01")):   # ::1, ::1%lo
-        try:
-            return loopback(socket.inet_pton(family, address))
-        except (OSError, ValueError):   # ValueError: a NUL in the name
-            continue
-    return False   # another name, even one that starts with "127."
-
-
 def new_session(target: str):
     """A requests.Session for `target` (a host or URL): never sends loopback traffic through a proxy."""
     import requests
+
+    from ghbuild.http.origin import is_loopback
 
     session = requests.Session()
     if is_loopback(target):

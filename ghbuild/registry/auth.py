@@ -15,7 +15,10 @@ import time
 from collections.abc import Iterable, Mapping
 
 from ghbuild.errors import AuthError, RegistryError, TransientError
-from ghbuild.http import session as http_session
+from ghbuild.http.errors import PermanentError, RequestException
+from ghbuild.http.origin import same_origin
+from ghbuild.http.response import Response
+from ghbuild.http.session import Session
 from ghbuild.registry.credentials import Credentials
 
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
@@ -63,7 +66,7 @@ class RegistryAuth:
     """One registry's auth state and the requests that carry it: the Basic header, or Bearer tokens cached
     per set of scopes with their expiry."""
 
-    def __init__(self, session: http_session.Session, credentials: Credentials | None, verify: bool | str,
+    def __init__(self, session: Session, credentials: Credentials | None, verify: bool | str,
                  timeout: tuple[float, float], registry_scheme: str = "https"):
         self.session, self.credentials, self.verify, self.timeout = session, credentials, verify, timeout
         self.registry_scheme = registry_scheme
@@ -75,7 +78,7 @@ class RegistryAuth:
 
     def send(self, method: str, url: str, scopes: list[str], *, headers: Mapping[str, str] | None = None,
              data=None, stream: bool = False, replayable: bool = True,
-             fresh_for: float = 0.0) -> http_session.Response:
+             fresh_for: float = 0.0) -> Response:
         """One request with auth: a 401 challenge is answered once (only when the body can be sent again).
         Network failures are TransientError, settings and URLs that cannot work RegistryError."""
         hdrs = dict(headers or {})
@@ -83,7 +86,7 @@ class RegistryAuth:
         if auth:
             hdrs["Authorization"] = auth
         r = self._request(method, url, hdrs, data, stream)
-        if r.status_code != 401 or not http_session.same_origin(r.url, url):
+        if r.status_code != 401 or not same_origin(r.url, url):
             # A 401 from where a redirect led (blob storage) is that host's answer: its challenge would name a
             # token server of its choosing, and the registry's credentials must never go there.
             return r
@@ -99,13 +102,13 @@ class RegistryAuth:
             hdrs["Authorization"] = auth
         return self._request(method, url, hdrs, data, stream)   # a second 401: the credentials are refused
 
-    def _request(self, method: str, url: str, headers: dict[str, str], data, stream: bool) -> http_session.Response:
+    def _request(self, method: str, url: str, headers: dict[str, str], data, stream: bool) -> Response:
         try:
             return self.session.request(method, url, headers=headers, data=data, stream=stream,
                                         verify=self.verify, timeout=self.timeout, allow_redirects=True)
-        except http_session.PermanentError as exc:
+        except PermanentError as exc:
             raise RegistryError(f"{method} {url.split('?')[0]}: {exc}") from None
-        except http_session.RequestException as exc:
+        except RequestException as exc:
             # Includes a registry closing the connection mid-body (e.g. 401 on a token that expired).
             raise TransientError(f"{method} {url.split('?')[0]}: {type(exc).__name__}: {exc}") from exc
 
@@ -132,7 +135,7 @@ class RegistryAuth:
             return self.header(scopes, fresh_for) or self.header(scopes)
         return self.header(scopes, fresh_for)
 
-    def challenge(self, response: http_session.Response, scopes: Iterable[str]) -> bool:
+    def challenge(self, response: Response, scopes: Iterable[str]) -> bool:
         """React to a 401. Returns True when a retry with new credentials makes sense."""
         header = response.headers.get("WWW-Authenticate", "")
         scheme, params = parse_challenge(header) if header else ("", {})
@@ -163,9 +166,9 @@ class RegistryAuth:
             raise AuthError(f"token server {realm}: not https, and the registry is; the credentials are not sent there")
         try:
             r = self.session.get(realm, params=query, headers=headers, verify=self.verify, timeout=self.timeout)
-        except http_session.PermanentError as exc:
+        except PermanentError as exc:
             raise RegistryError(f"token request to {realm}: {exc}") from None
-        except http_session.RequestException as exc:
+        except RequestException as exc:
             raise TransientError(f"token request to {realm} failed: {exc}") from exc
         if r.status_code in (401, 403):
             raise AuthError(f"token server {realm} refused the credentials ({r.status_code})")

@@ -32,8 +32,10 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from ghbuild import __version__
 from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
-from ghbuild.http import session as http_session
-from ghbuild.http.retry import is_loopback, retry_after_seconds
+from ghbuild.http.origin import is_loopback
+from ghbuild.http.response import Response
+from ghbuild.http.retry import retry_after_seconds
+from ghbuild.http.session import session_for
 from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
 from ghbuild.registry import credentials
 from ghbuild.registry.auth import RegistryAuth, pull_scope, push_scope
@@ -68,7 +70,7 @@ class Registry:
             host = DOCKER_HUB_REGISTRY
         self.host = host
         self.scheme = "http" if (is_loopback(host) if insecure is None else insecure) else "https"
-        self.session = http_session.session_for(host)  # never sends loopback traffic through a proxy
+        self.session = session_for(host)  # never sends loopback traffic through a proxy
         self.session.headers["User-Agent"] = f"ghbuild/{__version__}"
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.verify, self.timeout = verify, timeout
@@ -87,7 +89,7 @@ class Registry:
         return f"{self.scheme}://{self.host}/v2/{path}"
 
     @staticmethod
-    def _errors(r: http_session.Response) -> list[dict]:
+    def _errors(r: Response) -> list[dict]:
         """The distribution error list of an answer (`{"errors": [{"code": .., "message": ..}]}`), if any."""
         try:
             errs = r.json().get("errors") or []
@@ -96,7 +98,7 @@ class Registry:
         return [e for e in errs if isinstance(e, dict)] if isinstance(errs, list) else []
 
     @classmethod
-    def _error(cls, r: http_session.Response, what: str) -> RegistryError:
+    def _error(cls, r: Response, what: str) -> RegistryError:
         code = " ".join(f"{e.get('code')}: {e.get('message')}" for e in cls._errors(r))
         text = f"{what}: HTTP {r.status_code} {code}".rstrip()
         if r.status_code in (401, 403):
@@ -125,7 +127,7 @@ class Registry:
                 self.sleep(wait)
         raise TransientError(f"{what}: failed after {self.attempts} attempts: {last}") from last
 
-    def _location(self, r: http_session.Response) -> str:
+    def _location(self, r: Response) -> str:
         """Upload URL from Location: may be relative; keep our scheme when the host is ours."""
         loc = r.headers.get("Location")
         if not loc:
@@ -184,7 +186,7 @@ class Registry:
                            headers={"Accept": ACCEPT_MANIFEST})
         return self._manifest_from(r, repo, ref)
 
-    def _manifest_from(self, r: http_session.Response, repo: str, ref: str) -> Manifest:
+    def _manifest_from(self, r: Response, repo: str, ref: str) -> Manifest:
         if r.status_code != 200:
             raise self._error(r, f"GET manifest {repo}:{ref}")
         raw = r.content
@@ -296,7 +298,7 @@ class Registry:
                 if r.status_code != 200:
                     raise self._error(r, f"GET blob {repo}@{digest}")
                 data = r.raw.read(max_size + 1, decode_content=False)
-            except OSError as exc:     # http_session.RequestException is one
+            except OSError as exc:     # ghbuild.http.errors.RequestException is one
                 raise TransientError(f"GET blob {repo}@{digest[:19]}: {type(exc).__name__}: {exc}") from exc
             finally:
                 r.close()
@@ -306,7 +308,7 @@ class Registry:
 
         return self.retry(once, f"read blob {repo}@{digest[:19]}")
 
-    def open_blob(self, repo: str, digest: str) -> http_session.Response:
+    def open_blob(self, repo: str, digest: str) -> Response:
         """Streaming GET (follows redirects to storage; Authorization is dropped when the origin changes)."""
         r = self.auth.send("GET", self.url(f"{normalize_repo(self.host, repo)}/blobs/{digest}"),
                            pull_scope(normalize_repo(self.host, repo)), stream=True)
@@ -380,7 +382,7 @@ class Registry:
         if r.status_code not in (201, 204):
             raise self._blob_commit_error(r, desc, repo)
 
-    def _blob_commit_error(self, r: http_session.Response, desc: Descriptor, repo: str) -> RegistryError:
+    def _blob_commit_error(self, r: Response, desc: Descriptor, repo: str) -> RegistryError:
         """The PUT ?digest= failed: DIGEST_INVALID means the bytes we streamed do not hash to the digest."""
         err = self._error(r, f"PUT blob {desc.digest[:19]} to {repo}")
         if r.status_code == 400 and any(e.get("code") == "DIGEST_INVALID" for e in self._errors(r)):

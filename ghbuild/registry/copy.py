@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Protocol, Self, TypeVar
 
 from ghbuild.errors import DigestMismatch, RegistryError
-from ghbuild.http.session import Response
+from ghbuild.http.response import Response
 from ghbuild.registry.manifest import Descriptor, Manifest
 
 CHUNK = 1 << 20                # bytes read from the source per iteration while streaming a blob

@@ -51,9 +51,3 @@ class ApiClient(RetryingClient):
             return str(body.get("message") or body.get("detail") or "")[:200]
         return ""
 
-
-def same_origin(a: str, b: str) -> bool:
-    from urllib.parse import urlsplit
-
-    x, y = urlsplit(a), urlsplit(b)
-    return (x.scheme, x.netloc) == (y.scheme, y.netloc)

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ghbuild.errors import PruneAbort, PruneError
-from ghbuild.retention.api import ApiClient, same_origin
+from ghbuild.http.origin import same_origin
+from ghbuild.retention.api import ApiClient
 from ghbuild.retention.plan import Decision, TagInfo, parse_time
 
 DEFAULT_HUB_API = "https://hub.docker.com"

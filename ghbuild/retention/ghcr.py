@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ghbuild.errors import PruneAbort, PruneError
+from ghbuild.http.origin import same_origin
 from ghbuild.http.retry import retry_after_seconds
 from ghbuild.registry.credentials import GHCR_HOST, ghcr_credentials
-from ghbuild.retention.api import ApiClient, same_origin
+from ghbuild.retention.api import ApiClient
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
 DEFAULT_GITHUB_API = "https://api.github.com"
