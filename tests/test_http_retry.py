@@ -1,5 +1,5 @@
-"""ghbuild.http.retry: the one Retry-After parser and loopback check (used by ghbuild.registry.client and the
-retention API clients). No server, no waiting: the clock is injected."""
+"""ghbuild.http.retry and ghbuild.http.origin: the one Retry-After parser and loopback check (used by
+ghbuild.registry.client and the retention API clients). No server, no waiting: the clock is injected."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import email.utils
 import pytest
 
 from ghbuild.http.origin import is_loopback
-from ghbuild.http.retry import new_session, retry_after_seconds
+from ghbuild.http.retry import retry_after_seconds
+from ghbuild.http.session import session_for
 
 NOW = 1_750_000_000.0
 
@@ -55,6 +56,6 @@ def test_not_loopback(target):
 
 
 def test_loopback_sessions_ignore_proxy_settings():
-    assert new_session("http://127.0.0.1:5000").trust_env is False
-    assert new_session("[::1]:5000").trust_env is False
-    assert new_session("https://api.github.com").trust_env is True
+    assert session_for("http://127.0.0.1:5000").trust_env is False
+    assert session_for("[::1]:5000").trust_env is False
+    assert session_for("https://api.github.com").trust_env is True

@@ -3,13 +3,14 @@ collects from the build jobs' artifacts into the workflow's `digests` output."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ghbuild.errors import UsageError
+from ghbuild.errors import PublishError, UsageError
 
 RECORD_KEYS = ("id", "digest", "ref")     # the strings every record must carry
 
@@ -116,9 +117,7 @@ ARTIFACT_FILE = "ghbuild-digests.json"
 
 def _require_on_branch(repo, repository: str, sha: str, branch: str) -> None:
     """PublishError unless `sha` is `branch`'s head or an ancestor of it, and no tag is named like `branch`."""
-    from github import GithubException, UnknownObjectException
-
-    from ghbuild.errors import PublishError
+    from github import GithubException, UnknownObjectException  # PyGithub: only `publish release` loads it
 
     try:
         status = repo.compare(branch, sha).status
@@ -153,9 +152,7 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
     file of the tag's commit), so the commit must be on the branch (the compare API), no tag may be named like
     the branch, and the run must be of `.github/workflows/<workflow>`: a release promotes what trusted CI built,
     never what a tag holds now. Runs whose records an untrusted build wrote are passed over."""
-    from github import Auth, Github, GithubException
-
-    from ghbuild.errors import PublishError
+    from github import Auth, Github, GithubException  # PyGithub: only `publish release` loads it
 
     token = env.get("GITHUB_TOKEN")
     if not token:
@@ -178,7 +175,7 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
             if artifact is None or artifact.expired:
                 problem = f"run {run.id} ({where}) has no {'unexpired ' if artifact else ''}{ARTIFACT} artifact"
                 continue
-            data = _download(artifact.archive_download_url, token, run.id)
+            data = _download(artifact.archive_download_url, token, run.id, log)
             if all(record.get("trusted") is True for record in data.values()):
                 log(f"records: {ARTIFACT} of run {run.id} ({where})")
                 return data
@@ -190,23 +187,21 @@ def fetch(env: Mapping[str, str], repository: str, workflow: str, sha: str, bran
     raise PublishError(f"records: {problem}")
 
 
-def _download(url: str, token: str, run_id: int) -> dict[str, dict[str, Any]]:
-    """The records file of a run's artifact (a zip behind a redirect to blob storage)."""
-    import io
+def _download(url: str, token: str, run_id: int, log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """The records file of a run's artifact: a zip behind a redirect to blob storage, followed without the token
+    (the session drops Authorization when the origin changes); 429, 5xx and network errors retried."""
+    # Imported here: only `publish release --records-from` downloads, and `build` and `digests` (which import
+    # this module) start without loading http.client, ssl and zipfile.
     import zipfile
 
-    import requests
+    from ghbuild.http.retry import RetryingClient
 
-    from ghbuild.errors import PublishError
-    from ghbuild.http.retry import new_session
-
-    # The API answers with a redirect to blob storage; requests drops the Authorization header on the way.
-    try:
-        response = new_session(url).get(url, headers={"Authorization": f"Bearer {token}"}, timeout=(10, 120))
-    except requests.RequestException as exc:
-        raise PublishError(f"records: downloading {ARTIFACT} of run {run_id}: {type(exc).__name__}") from None
+    what = f"records: downloading {ARTIFACT} of run {run_id}"
+    client = RetryingClient(url, log=log, timeout=(10.0, 120.0), service="GitHub", unreachable_error=PublishError,
+                            rate_limit_error=PublishError, secrets=(token,))
+    response = client.request("GET", url, what, headers={"Authorization": f"Bearer {token}"}, follow_redirects=True)
     if response.status_code != 200:
-        raise PublishError(f"records: downloading {ARTIFACT} of run {run_id}: HTTP {response.status_code}")
+        raise PublishError(f"{what}: HTTP {response.status_code}")
     try:
         with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
             data = json.loads(archive.read(ARTIFACT_FILE).decode("utf-8"))
@@ -214,5 +209,4 @@ def _download(url: str, token: str, run_id: int) -> dict[str, dict[str, Any]]:
         raise PublishError(f"records: {ARTIFACT} of run {run_id} holds no readable {ARTIFACT_FILE}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise PublishError(f"records: {ARTIFACT_FILE} of run {run_id} is not {{job id: record}}")
-    return data
     return data

@@ -34,7 +34,7 @@ from ghbuild import __version__
 from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
 from ghbuild.http.origin import is_loopback
 from ghbuild.http.response import Response
-from ghbuild.http.retry import retry_after_seconds
+from ghbuild.http.retry import Busy, Retrier, RetryPolicy, retry_after_seconds, transient_error
 from ghbuild.http.session import session_for
 from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
 from ghbuild.registry import credentials
@@ -75,6 +75,9 @@ class Registry:
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.verify, self.timeout = verify, timeout
         self.attempts, self.delay, self.sleep = attempts, delay, sleep
+        # `attempts` tries `delay` apart, a longer Retry-After heeded up to 2 minutes; 429s count as failures.
+        self.retrier = Retrier(RetryPolicy(attempts=attempts, delay=delay, factor=1.0, max_wait=120.0,
+                                           min_wait=delay), sleep=sleep, log=self.log)
         self.auth = RegistryAuth(self.session, credentials, verify, timeout, self.scheme)
 
     def clone(self) -> Registry:
@@ -104,28 +107,13 @@ class Registry:
         if r.status_code in (401, 403):
             return AuthError(text)
         if r.status_code == 429 or r.status_code >= 500:
-            err = TransientError(text)
-            err.retry_after = r.headers.get("Retry-After")  # type: ignore[attr-defined]
-            return err
+            return transient_error(text, Busy(r.status_code, retry_after_seconds(r.headers.get("Retry-After")),
+                                              rate_limited=r.status_code == 429))
         return RegistryError(text)
 
     def retry(self, fn: Callable[[], T], what: str) -> T:
         """Retry transient failures (network, 429, 5xx) `attempts` times, `delay` apart (Retry-After wins)."""
-        last: Exception | None = None
-        for attempt in range(1, self.attempts + 1):
-            try:
-                return fn()
-            except TransientError as exc:
-                last = exc
-                if attempt == self.attempts:
-                    break
-                wait = self.delay
-                ra = retry_after_seconds(getattr(exc, "retry_after", None))
-                if ra is not None:
-                    wait = max(wait, min(ra, 120.0))
-                self.log(f"retry {attempt}/{self.attempts - 1} in {wait:g}s: {what}: {exc}")
-                self.sleep(wait)
-        raise TransientError(f"{what}: failed after {self.attempts} attempts: {last}") from last
+        return self.retrier.call(fn, what)
 
     def _location(self, r: Response) -> str:
         """Upload URL from Location: may be relative; keep our scheme when the host is ours."""

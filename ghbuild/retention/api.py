@@ -24,13 +24,6 @@ class ApiClient(RetryingClient):
         super().__init__(api_url, session=session, sleep=sleep, **kwargs)
         self.pace, self.max_pages = pace, max_pages
         self.pages = 0
-        self._secrets: list[str] = []
-
-    def scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret:
-                text = text.replace(secret, "***")
-        return text
 
     def visit_page(self, url: str, seen: set[str], what: str) -> None:
         """Before a listing fetches `url`: at most `max_pages` pages, never the same page twice."""

@@ -41,7 +41,7 @@ class DockerHubClient(ApiClient):
                              "refusing to report success without pruning")
         super().__init__(api_url, session=session, sleep=sleep, pace=pace, **kwargs)
         self.username, self._token = str(username), str(token)
-        self._secrets.append(self._token)
+        self.secrets.append(self._token)
         self.page_size = page_size
         self._access: str | None = None
 
@@ -61,7 +61,7 @@ class DockerHubClient(ApiClient):
         if not access:
             raise PruneError(f"{what}: the answer carries no access_token")
         self._access = str(access)
-        self._secrets.append(self._access)
+        self.secrets.append(self._access)
 
     def _auth(self) -> dict[str, str]:
         if self._access is None:

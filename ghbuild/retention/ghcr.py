@@ -13,7 +13,8 @@ from typing import Any
 
 from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.http.origin import same_origin
-from ghbuild.http.retry import retry_after_seconds
+from ghbuild.http.response import Response
+from ghbuild.http.retry import RateLimit, retry_after_seconds
 from ghbuild.registry.credentials import GHCR_HOST, ghcr_credentials
 from ghbuild.retention.api import ApiClient
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
@@ -47,28 +48,30 @@ class GhcrClient(ApiClient):
             raise PruneError(f"GHCR: owner_type {owner_type!r}: expected orgs, users or user")
         super().__init__(api_url or DEFAULT_GITHUB_API, session=session, sleep=sleep, pace=pace, **kwargs)
         self._token = str(token)
-        self._secrets.append(self._token)
+        self.secrets.append(self._token)
         self.owner, self.package, self.owner_type = owner, package, owner_type
         self.per_page = per_page
         self.registry, self.registry_repo = registry, registry_repo or f"{owner}/{package}".lower()
         self.actor = actor
         self._children: dict[str, tuple[str, ...]] = {}
 
-    def rate_wait(self, r) -> float | None:
+    def rate_limit(self, r: Response) -> RateLimit | None:
+        """403 or 429 with Retry-After, or with x-ratelimit-remaining 0 (wait until x-ratelimit-reset; longer
+        than `max_wait`: PruneAbort), or a bare 429 (back off). A plain 403 is no rate limit: no permission."""
         if r.status_code not in (403, 429):
             return None
         wait = retry_after_seconds(r.headers.get("Retry-After"), self.clock)
         if wait is not None:
-            return wait
+            return RateLimit(wait)
         if r.headers.get("X-RateLimit-Remaining") == "0" and r.headers.get("X-RateLimit-Reset", "").isdigit():
             wait = max(0.0, int(r.headers["X-RateLimit-Reset"]) - self.clock()) + 1.0
             if wait > self.max_wait:
                 raise PruneAbort(f"GitHub API rate limit exhausted until {r.headers['X-RateLimit-Reset']} "
                                  f"(in {wait:.0f}s, more than the {self.max_wait:g}s this run waits)")
-            return wait
+            return RateLimit(wait)
         if r.status_code == 429:
-            return -1.0
-        return None   # a plain 403: no permission
+            return RateLimit(None)
+        return None
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}", "Accept": "application/vnd.github+json",
