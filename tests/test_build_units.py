@@ -75,7 +75,8 @@ def test_buildx_command_applies_every_cache_and_pushes(tmp_path):
                       "image-manifest=true,oci-mediatypes=true,compression=gzip,force-compression=true")
     assert "--provenance=false" in argv and argv[argv.index("--metadata-file") + 1] == "/tmp/m.json"
     # docker-container (the default driver here) pushes and loads: two exporters.
-    assert argv[argv.index("--output") + 1] == "type=image,push=true,compression=gzip,force-compression=true" and "--load" in argv
+    assert argv[argv.index("--output") + 1] == "type=image,push=true,compression=gzip,force-compression=true"
+    assert "--load" in argv
     assert cmd.skipped == ()
 
 
@@ -83,7 +84,8 @@ def test_the_docker_driver_pushes_from_the_engine_with_one_exporter(tmp_path):
     """The docker driver's image exporter stores the image in the engine and pushes it; a second exporter
     (--load) would collide with it on the tag ('image ... already exists')."""
     pushed = list(buildcmd.build_command(_job(tmp_path), _settings(push=True, driver="docker")).argv)
-    assert pushed[pushed.index("--output") + 1] == "type=image,push=true,compression=gzip,force-compression=true" and "--load" not in pushed
+    assert pushed[pushed.index("--output") + 1] == "type=image,push=true,compression=gzip,force-compression=true"
+    assert "--load" not in pushed
     local = list(buildcmd.build_command(_job(tmp_path), _settings(push=False, driver="docker")).argv)
     assert "--output" not in local and "--load" in local
 
@@ -97,7 +99,8 @@ def test_a_compression_the_cache_spec_names_is_kept(tmp_path):
 def test_an_image_only_read_locally_is_stored_uncompressed(tmp_path):
     """The layer audit's stage builds: gzip of a toolchain layer would cost more than the build."""
     for driver, exporter in (("docker", "image"), ("docker-container", "docker")):
-        argv = list(buildcmd.build_command(_job(tmp_path), _settings(push=False, driver=driver, uncompressed=True)).argv)
+        settings = _settings(push=False, driver=driver, uncompressed=True)
+        argv = list(buildcmd.build_command(_job(tmp_path), settings).argv)
         assert argv[argv.index("--output") + 1] == f"type={exporter},compression=uncompressed" and "--load" not in argv
 
 
@@ -129,7 +132,8 @@ def test_fork_pull_request_command_writes_no_cache_and_pushes_nothing(tmp_path):
     argv = list(cmd.argv)
     tos = [argv[i + 1] for i, a in enumerate(argv) if a == "--cache-to"]
     assert job.push is False and "--output" not in argv and "--load" in argv
-    assert tos == [f"type=gha,scope={job.cache_to[0].split('scope=')[1]},compression=gzip,force-compression=true"] and "main-cpu" not in tos[0]
+    scope = job.cache_to[0].split("scope=")[1]
+    assert tos == [f"type=gha,scope={scope},compression=gzip,force-compression=true"] and "main-cpu" not in tos[0]
 
 
 def test_another_contexts_builder_is_reached_through_the_context(tmp_path):
@@ -198,7 +202,8 @@ def test_build_log_counts_cached_steps():
 def test_layers_are_attributed_to_the_stages_of_the_chain():
     stages = dockerfile.stages(ROOT / "docker" / "Dockerfile.cpu")
     chain = dockerfile.chain("runtime", stages)
-    history = ([{"CreatedBy": "ADD rootfs.tar /", "Size": 100}] + [{"CreatedBy": f"os {i}", "Size": 10} for i in range(2)]
+    history = ([{"CreatedBy": "ADD rootfs.tar /", "Size": 100}]
+               + [{"CreatedBy": f"os {i}", "Size": 10} for i in range(2)]
                + [{"CreatedBy": f"rt {i}", "Size": 1} for i in range(5)])
     layers, exact = audit.attribute(history, chain)
     assert exact
@@ -244,8 +249,9 @@ def test_sccache_summary_counts_rebuilt_stages_and_flags_layer_cached_ones():
     assert summary["stages"]["wasm"]["not_cached_reasons"] == {"crate-type": 1}
     assert summary["stages"]["cpp"]["hits_by_language"] == {"C/C++": 40}
     json.dumps(summary)  # the report is JSON
-    text = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="buildx", ref="r", image_id=None, sccache=summary,
-                                             size=None, stages={}, skipped=[], warnings=[], budget_failures=[]))
+    text = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="buildx", ref="r", image_id=None,
+                                             sccache=summary, size=None, stages={}, skipped=[], warnings=[],
+                                             budget_failures=[]))
     assert "rust       -          hits    0" in text and "(layer cache)" in text
     assert "  engine   " not in text
     timed = render.build_text(SimpleNamespace(image="cpu", arch="amd64", backend="buildx", ref="r", image_id=None,

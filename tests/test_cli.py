@@ -538,8 +538,9 @@ def test_publish_and_prune_skip_a_content_addressed_image(project, command):
     result = run([*command, "--image", "rocm-base"], project)
     assert result.returncode == 2, result
     assert "skipping rocm-base: a content-addressed base is not published per commit" in result.stderr
+    what = " ".join(command[:2]) if command[0] == "publish" else "prune"
     assert result.stderr.splitlines()[-1] == (f"ghbuild: usage error: --image rocm-base: only content-addressed "
-                                              f"bases, nothing to {' '.join(command[:2]) if command[0] == 'publish' else 'prune'}")
+                                              f"bases, nothing to {what}")
 
 
 def test_matrix_says_whether_jobs_get_secrets(project, tmp_path):
@@ -560,7 +561,8 @@ def test_digests_collects_records_and_lists_every_planned_job(project, tmp_path)
     (records / "cpu-amd64.json").write_text(json.dumps({"id": "cpu-amd64", "image": "cpu", "arch": "amd64",
                                                         "platform": "linux/amd64", "digest": "sha256:" + "a" * 64,
                                                         "ref": ref}))
-    matrix = {"include": [{"id": "cpu-amd64", "platform": "linux/amd64"}, {"id": "cpu-arm64", "platform": "linux/arm64"}]}
+    matrix = {"include": [{"id": "cpu-amd64", "platform": "linux/amd64"},
+                          {"id": "cpu-arm64", "platform": "linux/arm64"}]}
     summary, out = tmp_path / "summary.md", tmp_path / "out"
     summary.write_text("")
     out.write_text("")

@@ -381,7 +381,8 @@ def test_every_documented_variable_exists():
         "GHBUILD_TRUST_HOSTED_RUNNER_LABELS", "GHBUILD_REGISTRIES_CACHE",
         "GHBUILD_REGISTRIES_STAGING", "GHBUILD_REGISTRIES_PUBLISH", "GHBUILD_REGISTRIES_GHA_CACHE",
         "GHBUILD_REGISTRIES_CACHE_MODE", "GHBUILD_SCCACHE_ENABLED", "GHBUILD_SCCACHE_BUCKET",
-        "GHBUILD_SCCACHE_REGION", "GHBUILD_SCCACHE_ENDPOINT", "GHBUILD_SCCACHE_KEY_PREFIX", "GHBUILD_SCCACHE_HELPER_IMAGE",
+        "GHBUILD_SCCACHE_REGION", "GHBUILD_SCCACHE_ENDPOINT", "GHBUILD_SCCACHE_KEY_PREFIX",
+        "GHBUILD_SCCACHE_HELPER_IMAGE",
         "GHBUILD_PUBLISH_NIGHTLY_TAG", "GHBUILD_PUBLISH_RETENTION", "GHBUILD_PUBLISH_ARCH_SUFFIXES_AMD64",
         "GHBUILD_PUBLISH_ARCH_SUFFIXES_ARM64", "GHBUILD_RUNNERS_AMD64", "GHBUILD_RUNNERS_ARM64",
         "GHBUILD_IMAGES_CPU_PLATFORMS", "GHBUILD_IMAGES_CPU_RUNNERS_ARM64", "GHBUILD_IMAGES_CPU_BUILD_ARGS",
@@ -444,7 +445,8 @@ def test_unknown_keys_anywhere(tmp_path, text, key):
 
 
 @pytest.mark.parametrize(("text", "key", "fragment"), [
-    ('[images.cpu]\ndockerfile = "D"\nplatforms = "linux/amd64"\n', "images.cpu.platforms", "'linux/amd64' is not a list [...]"),
+    ('[images.cpu]\ndockerfile = "D"\nplatforms = "linux/amd64"\n', "images.cpu.platforms",
+     "'linux/amd64' is not a list [...]"),
     ('[images.cpu]\ndockerfile = 3\n', "images.cpu.dockerfile", "3 is not text (a quoted string)"),
     ('[registries]\ngha-cache = "yes"\n' + MINIMAL, "registries.gha-cache", "'yes' is not true or false"),
     ('[publish]\nretention = "14"\n' + MINIMAL, "publish.retention", "'14' is not a whole number"),

@@ -87,8 +87,8 @@ def test_names_differing_only_in_punctuation_never_collide(words, data, suffix):
     punctuation = st.sampled_from(["/", "-", ".", "_", " ", "@", ":", "+", "~", "--", "//"])
     seps_a = data.draw(st.lists(punctuation, min_size=len(words) - 1, max_size=len(words) - 1))
     seps_b = data.draw(st.lists(punctuation, min_size=len(words) - 1, max_size=len(words) - 1))
-    a = words[0] + "".join(s + w for s, w in zip(seps_a, words[1:]))
-    b = words[0] + "".join(s + w for s, w in zip(seps_b, words[1:]))
+    a = words[0] + "".join(s + w for s, w in zip(seps_a, words[1:], strict=True))
+    b = words[0] + "".join(s + w for s, w in zip(seps_b, words[1:], strict=True))
     assume(a != b)
     assert naming.sanitize_tag(a, suffix) != naming.sanitize_tag(b, suffix)
 

@@ -542,7 +542,8 @@ def test_two_forks_with_the_same_branch_name_never_share_a_scope_or_tag(event, p
     assert scopes["fork A #15"] not in plans["fork B #16"].trust.read_scopes
     a, b = plans["fork A #15"], plans["fork B #16"]
     assert not {t for j in a.jobs for t in j.tags} & {t for j in b.jobs for t in j.tags}
-    assert not ({k for j in a.jobs for k in cache_keys(j.cache_to)} & {k for j in b.jobs for k in cache_keys(j.cache_to)})
+    keys_a = {k for j in a.jobs for k in cache_keys(j.cache_to)}
+    assert not (keys_a & {k for j in b.jobs for k in cache_keys(j.cache_to)})
 
 
 def test_a_deleted_fork_gets_its_own_pull_request_scope(event, plan_for):

@@ -42,7 +42,8 @@ case "$1" in
             exit 2
         fi
         echo "sccache: Listening on address ${SCCACHE_SERVER_UDS-}" >&2 ;;
-    --show-stats) echo '{"stats":{"compile_requests":3,"cache_hits":{"counts":{"C/C++":2}},"cache_misses":{"counts":{"C/C++":1}}},"cache_location":"fake"}' ;;
+    --show-stats) echo '{"stats":{"compile_requests":3,"cache_hits":{"counts":{"C/C++":2}},'\
+'"cache_misses":{"counts":{"C/C++":1}}},"cache_location":"fake"}' ;;
     --stop-server) echo "stop" >> "$FAKE_LOG" ;;
     --version) echo "sccache 0.0.0-fake" ;;
 esac
@@ -198,7 +199,8 @@ def test_a_wrapped_step_that_ran_without_a_readable_stats_line_is_named():
 
 
 def test_the_secret_text_lists_settings_then_credentials_only_when_allowed():
-    decision = sccache.SccacheDecision("read-write", "ok", {"GHBUILD_SCCACHE_MODE": "read-write", "SCCACHE_BUCKET": "b"},
+    settings = {"GHBUILD_SCCACHE_MODE": "read-write", "SCCACHE_BUCKET": "b"}
+    decision = sccache.SccacheDecision("read-write", "ok", settings,
                                        "AWS_ACCESS_KEY_ID=k\nAWS_SECRET_ACCESS_KEY=s\n")
     assert decision.secret_text(True) == ("GHBUILD_SCCACHE_MODE=read-write\nSCCACHE_BUCKET=b\n"
                                           "AWS_ACCESS_KEY_ID=k\nAWS_SECRET_ACCESS_KEY=s\n")
@@ -233,7 +235,8 @@ def _project(tmp_path: Path, dockerfile: str, extra: str = "") -> object:
     return options, job
 
 
-CONTRACT = ("ARG GHBUILD_SCCACHE_IMAGE=ghcr.io/ghbuild/ghbuild-sccache:1\nFROM ${GHBUILD_SCCACHE_IMAGE} AS ghbuild-sccache\n"
+CONTRACT = ("ARG GHBUILD_SCCACHE_IMAGE=ghcr.io/ghbuild/ghbuild-sccache:1\n"
+            "FROM ${GHBUILD_SCCACHE_IMAGE} AS ghbuild-sccache\n"
             "FROM debian\nRUN --mount=type=bind,from=ghbuild-sccache,source=/,target=/opt/ghbuild true\n")
 
 

@@ -212,7 +212,7 @@ def test_records_and_refs_are_escaped_in_the_digests_summary():
     text = render.digests_summary(HOSTILE, [{"id": HOSTILE, "platform": "linux/amd64"}],
                                   {HOSTILE: {"ref": HOSTILE, "platform": "linux/amd64"}})
     assert "<img" not in text and "\n## forged" not in text
-    row = [line for line in text.splitlines() if line.startswith("| x")][0]
+    row = next(line for line in text.splitlines() if line.startswith("| x"))
     assert row.count("|") - row.count("\\|") == 4 and "[click](" not in text
 
 
@@ -295,7 +295,8 @@ def test_publishing_and_deleting_tags_is_refused_outside_a_trusted_run(project, 
                                                                  "[registries]"), "utf-8")
     proc = ghbuild(project, *command, "--sha", SHA, *UNTRUSTED_RUNS[run])
     assert proc.returncode == 6, proc.stderr
-    assert proc.stderr.startswith(f"ghbuild: refused: {' '.join(command[:2]) if command[0] == 'publish' else 'prune --apply'}: ")
+    what = " ".join(command[:2]) if command[0] == "publish" else "prune --apply"
+    assert proc.stderr.startswith(f"ghbuild: refused: {what}: ")
     assert "127.0.0.1:9" not in proc.stderr          # refused before any registry was asked
 
 
@@ -333,7 +334,8 @@ def test_a_trusted_run_and_dry_runs_get_past_the_trust_check(project):
         assert len(empty.requests) > asked
 
 
-def _nightly(project: Path, records: dict | None, *extra: str, config: str = PUBLISH_CONFIG) -> subprocess.CompletedProcess:
+def _nightly(project: Path, records: dict | None, *extra: str,
+             config: str = PUBLISH_CONFIG) -> subprocess.CompletedProcess:
     (project / "ghbuild.toml").write_text(config, "utf-8")
     args = []
     if records is not None:

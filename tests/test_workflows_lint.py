@@ -60,7 +60,8 @@ def test_zizmor_offline_reports_nothing(persona):
     try:
         findings = json.loads(proc.stdout or "[]")
     except json.JSONDecodeError:
-        pytest.fail(f"zizmor exited {proc.returncode}, output is not JSON:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        pytest.fail(f"zizmor exited {proc.returncode}, output is not JSON:\n{proc.stdout[-2000:]}\n"
+                    f"{proc.stderr[-3000:]}")
     summary = [f"{f['ident']}: {f['locations'][0]['symbolic']['key']}" for f in findings]
     assert findings == [], "zizmor findings:\n" + "\n".join(map(str, summary))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -748,7 +749,8 @@ def test_branch_guards_compare_full_refs_and_publishing_jobs_run_in_an_environme
     Every job that publishes (images, the sccache helper, the GitHub release) runs in an environment, whose
     deployment-branch rule holds whatever a branch's copy of the workflow says."""
     short = [f"{path.name}: {line.strip()}" for path in WORKFLOWS
-             for line in path.read_text("utf-8").splitlines() if re.search(r"\bref_name\s*==|==\s*github\.ref_name\b", line)]
+             for line in path.read_text("utf-8").splitlines()
+             if re.search(r"\bref_name\s*==|==\s*github\.ref_name\b", line)]
     assert short == []
     publishing = {("nightly.yml", "publish"), ("release.yml", "release"), ("sccache-helper.yml", "build"),
                   ("sccache-helper.yml", "index"), ("ghbuild-release.yml", "tag"), ("ghbuild-release.yml", "pypi")}
@@ -789,7 +791,8 @@ def test_each_lock_pins_every_dependency_by_hash(extras):
     project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
     wanted = list(project["project"]["dependencies"]) + list(project["build-system"]["requires"])
     extra = project["project"]["optional-dependencies"]
-    wanted += {"light": [], "aws": extra["aws"], "docker": extra["docker"], "all": extra["aws"] + extra["docker"]}[extras]
+    by_extras = {"light": [], "aws": extra["aws"], "docker": extra["docker"], "all": extra["aws"] + extra["docker"]}
+    wanted += by_extras[extras]
     names = {re.match(r"[A-Za-z0-9_.-]+", req).group(0).lower().replace("_", "-") for req in wanted}
     assert names <= pinned, names - pinned
 
@@ -807,10 +810,11 @@ def test_the_smoke_test_output_cannot_run_workflow_commands():
         assert start < run < end and "/dev/urandom" in step["run"]
 
 
-@pytest.mark.parametrize("variables, restore", [({"GITHUB_ACTIONS": "true"}, "false"),
-                                                ({"GITHUB_ACTIONS": "true", "ACT": "true"}, "true"),
-                                                ({"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "github-hosted"}, "true"),
-                                                ({}, "true")])
+@pytest.mark.parametrize("variables, restore", [
+    ({"GITHUB_ACTIONS": "true"}, "false"),
+    ({"GITHUB_ACTIONS": "true", "ACT": "true"}, "true"),
+    ({"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "github-hosted"}, "true"),
+    ({}, "true")])
 def test_a_job_inside_actions_that_does_not_say_its_runner_counts_as_self_hosted(tmp_path, variables, restore):
     """RUNNER_ENVIRONMENT unset inside Actions (an older GitHub Enterprise Server runner): fail closed."""
     root = fake_toolkit(tmp_path)

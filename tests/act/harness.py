@@ -19,8 +19,8 @@ What the harness does, and why:
   whose log still shows one of act's evaluation errors fails with that line (ActRun.act_errors).
 - Third-party actions that the run reaches (its workflow, the workflows and actions it calls), pinned by
   SHA, are mapped to the stand-ins in standins/ with --local-repository (a pinned action without a
-  stand-in is an error, not a skipped step; a workflow act never loads, e.g. ghbuild's own release, needs none). actions/checkout is act's own:
-  a copy of the tree.
+  stand-in is an error, not a skipped step; a workflow act never loads, e.g. ghbuild's own release, needs
+  none). actions/checkout is act's own: a copy of the tree.
 - act starts with an environment built from nothing (a PATH without any ghbuild, HOME, TMPDIR):
   host-mode steps inherit act's environment, and a developer's credentials or GHBUILD_* variables must
   not leak in. What the steps see comes through --env-file (the machine's settings and the local
@@ -413,7 +413,8 @@ class ActRun:
     @property
     def act_errors(self) -> list[str]:
         """act's own evaluation errors ('images/build images/cpu-arm64: Error while evaluating runs-on: ...')."""
-        return [f"{_job_name(m.group('job'))}: {m.group('error').strip()}" for m in ACT_EVAL_ERROR_RE.finditer(self.log)]
+        return [f"{_job_name(m.group('job'))}: {m.group('error').strip()}"
+                for m in ACT_EVAL_ERROR_RE.finditer(self.log)]
 
     @property
     def jobs(self) -> dict[str, str]:
@@ -446,7 +447,7 @@ class ActRun:
             return self.tail(lines)
         keep: list[str] = []
         for i in marks[:6]:
-            keep += log_lines[max(0, i - 25):i + 3] + ["-----"]
+            keep += [*log_lines[max(0, i - 25):i + 3], "-----"]
         return "\n".join(keep[-400:])
 
 
@@ -506,12 +507,12 @@ class Act:
             reader.start()
             try:
                 rc = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as exc:
                 _kill_group(proc)
                 reader.join(timeout=10)
                 text = log_path.read_text("utf-8", errors="replace")
                 raise HarnessError(f"act {name}: still running after {timeout:.0f} s (killed); last lines:\n"
-                                   + "\n".join(text.splitlines()[-60:]))
+                                   + "\n".join(text.splitlines()[-60:])) from exc
             reader.join(timeout=30)     # a child that kept act's stdout open is not waited for longer
         run = ActRun(name, argv, rc, time.monotonic() - start, log_path.read_text("utf-8", errors="replace"),
                      log_path, record_dir, artifacts, list(stamps), gha_index_entries(self.scratch / "actcache"))

@@ -153,12 +153,12 @@ def adopter(session):
 
 
 def _build(session, adopter, name: str, **extra_env: str):
-    root, env, sha = adopter
+    _root, env, _sha = adopter
     summary = session.workdir / f"{name}-summary.md"
     summary.write_text("")
-    argv = ghbuild_argv() + ["build", "--image", "libs", "--arch", "amd64", "--push", "--json",
-                             "--event", "push", "--repository", REPOSITORY, "--ref", "refs/heads/main",
-                             "--default-branch", "main", "--sha", session.sha(name)]
+    argv = [*ghbuild_argv(), "build", "--image", "libs", "--arch", "amd64", "--push", "--json",
+            "--event", "push", "--repository", REPOSITORY, "--ref", "refs/heads/main",
+            "--default-branch", "main", "--sha", session.sha(name)]
     session.used_shas.add(session.sha(name))
     run = session.ghbuild(name, argv=argv, timeout=COLD_BUILD_TIMEOUT,
                           env={**env, "GITHUB_STEP_SUMMARY": str(summary), **extra_env})

@@ -263,7 +263,8 @@ def test_nightly_with_a_configured_helper_publishes_none_and_builds_with_it(act,
     called (nothing of it ran), and every build job was handed that helper as its sccache.helper-image."""
     assert not any("sccache helper" in job or "/helper " in job for job in nightly_run.jobs), nightly_run.jobs
     helper = act.local["GHBUILD_SCCACHE_HELPER_IMAGE"]
-    handed = [line for line in nightly_run.log.splitlines() if line.rstrip().endswith(f"GHBUILD_SCCACHE_HELPER_IMAGE={helper}")]
+    handed = [line for line in nightly_run.log.splitlines()
+              if line.rstrip().endswith(f"GHBUILD_SCCACHE_HELPER_IMAGE={helper}")]
     assert len(handed) >= 3, "plan and both build jobs must set the configured helper (ghbuild overrides)"
 
 
@@ -334,7 +335,8 @@ def fork_caller_run(act, session):
                                   FORK_REPOSITORY, f"fork of native-app, session {session.sid}")
     namespace = f"{act.namespace}-fork"
     staging = f"{session.local['GHBUILD_LOCAL_STAGING']}/{namespace}"
-    session.created_repos.update({f"{namespace}/{name}" for name in ("cpu", "cache", "cpu-untrusted", "cache-untrusted")})
+    session.created_repos.update({f"{namespace}/{name}"
+                                  for name in ("cpu", "cache", "cpu-untrusted", "cache-untrusted")})
     session.used_shas.add(sha)
     env = {"GHBUILD_IMAGES_CPU_TARGET": None,      # the fork's cpu image has no os-base stage
            "GHBUILD_REGISTRIES_STAGING": f"{staging}/{{image}}", "GHBUILD_REGISTRIES_CACHE": f"{staging}/cache",
