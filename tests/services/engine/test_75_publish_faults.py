@@ -117,7 +117,8 @@ def publish(session, hub, host: str, name: str, sha: str, staging_host: str | No
         staging = env["GHBUILD_REGISTRIES_STAGING"] = staging.replace(session.registry.host, staging_host, 1)
     records = records_json(session, sha, RECORDED[sha], staging=staging)
     start = time.monotonic()
-    proc = subprocess.run([*ghbuild_argv(), "publish", "nightly", "--image", "cpu", *CONTEXT_FLAGS, "--sha", sha, "--records", records, "--json"],
+    proc = subprocess.run([*ghbuild_argv(), "publish", "nightly", "--image", "cpu", *CONTEXT_FLAGS, "--sha", sha,
+                           "--records", records, "--json"],
                           cwd=REPO, env=env, capture_output=True, text=True, errors="replace", timeout=600)
     run = Published(proc, time.monotonic() - start)
     if run.rc == 0:
