@@ -29,7 +29,6 @@ from ghbuild.errors import ConfigError, EngineError, InvalidReferenceError
 from ghbuild.github import gha
 from ghbuild.plan import dockerfile
 from ghbuild.plan.planner import Job, Plan
-from ghbuild.registry import client as registry
 from ghbuild.registry.lookup import registry_lookup
 
 
@@ -243,8 +242,12 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
     if request.helper_image:
         return request.helper_image, None
     def lookup(ref: str) -> str | None:
-        nonlocal registries   # a registry client only for a Dockerfile that declares the helper
+        nonlocal registries
         if registries is None:
+            # The registry client (and the HTTP stack under it) only for a Dockerfile that declares the
+            # helper: every other build starts without it (bench/startup.py).
+            from ghbuild.registry import client as registry
+
             registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
         return registry_lookup(registries)(ref)
 

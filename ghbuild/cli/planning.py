@@ -65,3 +65,9 @@ def require_trusted_run(args: argparse.Namespace, options: Options, what: str) -
     if refusal:
         raise TrustError(f"{what}: {refusal}")
     return ctx
+
+
+def trust(args: argparse.Namespace, options: Options) -> planner.Trust:
+    """The trust decision of this run (who may write what, the canonical repository and stable branch)."""
+    decided, _ = planner.decide_trust(github_context(args), options)
+    return decided

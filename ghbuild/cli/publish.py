@@ -11,15 +11,15 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NamedTuple
 
-from ghbuild.cli import common, planning
+from ghbuild.cli import common
 from ghbuild.cli.main import interrupt_on_sigterm
 from ghbuild.config.options import Options
 from ghbuild.errors import GhbuildError, UsageError
 from ghbuild.github import gha
 from ghbuild.github.git import git_output
-from ghbuild.plan import planner
 from ghbuild.publish import promote, records, report
 from ghbuild.publish.results import PublishRun
 
@@ -46,13 +46,21 @@ class PublishRequest(NamedTuple):
     lease_wait: float
 
 
+def _planning() -> ModuleType:
+    """The GitHub context and the planner, for a publish that writes or reads another run's records: a dry
+    run starts without them (bench/startup.py)."""
+    from ghbuild.cli import planning
+
+    return planning
+
+
 def publish_commit(args: argparse.Namespace, options: Options) -> Commit:
     """The commit to publish; a run that writes is refused here unless it is trusted."""
     if args.dry_run:   # writes nothing: any run, or a laptop, may look
         sha = args.sha or os.environ.get("GITHUB_SHA") or git_output(["rev-parse", "HEAD"], Path.cwd()) or ""
         commit = Commit(sha.lower(), common.owner(args), None)
     else:
-        ctx = planning.require_trusted_run(args, options, f"publish {args.publish_command}")
+        ctx = _planning().require_trusted_run(args, options, f"publish {args.publish_command}")
         commit = Commit((args.sha or ctx.sha).lower(), ctx.repository.split("/")[0],
                         f"{ctx.server_url.rstrip('/')}/{options.trust.canonical_repository or ctx.repository}")
     if not commit.sha:
@@ -87,7 +95,7 @@ def _records(args: argparse.Namespace, options: Options, sha: str,
     if args.records:
         return records.load(args.records)
     if records_from:
-        trust, _ = planner.decide_trust(planning.github_context(args), options)
+        trust = _planning().trust(args, options)
         return records.fetch(os.environ, trust.canonical_repository, records_from, sha, trust.stable_branch,
                              log=common.indented)
     return None
