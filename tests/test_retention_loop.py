@@ -1,17 +1,19 @@
-"""The one delete loop of ghbuild.retention (`prune`), with a tiny in-memory backend that implements
-ghbuild.retention.backend.Backend: no server, no waiting (`sleep` is injected and records)."""
+"""The one delete loop of ghbuild.retention (`prune`), with tiny in-memory backends that implement
+ghbuild.retention.backend.Backend (by tag and by digest): no server, no waiting (`sleep` is injected and
+records)."""
 
 from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.retention import PruneResult, markdown, prune, render
-from ghbuild.retention.backend import Backend, Deletion
-from ghbuild.retention.plan import TagInfo
+from ghbuild.retention.backend import Backend, DeletesDigests, DeletesTags, Deletion
+from ghbuild.retention.plan import Decision, DigestDeletion, TagInfo
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -25,15 +27,15 @@ class Waits(list):
         self.append(seconds)
 
 
-class MemoryBackend:
-    """Tags in a dict; `fail` maps a digest (by_digest) or a tag name to the exception its delete raises."""
+class _Memory:
+    """Tags in a dict; `fail` maps a digest (by digest) or a tag name to the exception its delete raises."""
 
     name = "memory"
     unit = "item(s)"
     pace = 0.25
 
-    def __init__(self, tags: list[TagInfo], *, by_digest: bool, fail: dict[str, Exception] | None = None):
-        self.tags, self.by_digest, self.fail = {t.name: t for t in tags}, by_digest, dict(fail or {})
+    def __init__(self, tags: list[TagInfo], fail: dict[str, Exception] | None = None):
+        self.tags, self.fail = {t.name: t for t in tags}, dict(fail or {})
         self.manifests = {t.digest for t in tags} | {c for t in tags for c in t.children}
         self.calls: list[str] = []
 
@@ -52,18 +54,35 @@ class MemoryBackend:
     def label(self, item: Deletion) -> str:
         return ", ".join(item.tags) or str(item.digest)
 
-    def delete(self, item: Deletion) -> bool:
-        key = item.digest if self.by_digest else item.tags[0]
+    def _call(self, key: str) -> None:
         self.calls.append(key)
         if key in self.fail:
             raise self.fail[key]
-        if self.by_digest:
-            gone = item.digest in self.manifests
-            self.manifests.discard(item.digest)
-            for name in [n for n, t in self.tags.items() if t.digest == item.digest]:
-                del self.tags[name]
-            return gone
-        return self.tags.pop(key, None) is not None
+
+
+class MemoryTagBackend(_Memory, DeletesTags):
+    """A Backend[Decision]: deletes one tag at a time."""
+
+    def delete(self, item: Decision) -> bool:
+        self._call(item.tag)
+        return self.tags.pop(item.tag, None) is not None
+
+
+class MemoryDigestBackend(_Memory, DeletesDigests):
+    """A Backend[DigestDeletion]: deletes a manifest and every tag on it."""
+
+    def delete(self, item: DigestDeletion) -> bool:
+        self._call(item.digest)
+        gone = item.digest in self.manifests
+        self.manifests.discard(item.digest)
+        for name in [n for n, t in self.tags.items() if t.digest == item.digest]:
+            del self.tags[name]
+        return gone
+
+
+def memory_backend(tags: list[TagInfo], *, by_digest: bool,
+                   fail: dict[str, Exception] | None = None) -> MemoryTagBackend | MemoryDigestBackend:
+    return MemoryDigestBackend(tags, fail) if by_digest else MemoryTagBackend(tags, fail)
 
 
 def commits(n: int) -> list[TagInfo]:
@@ -72,20 +91,22 @@ def commits(n: int) -> list[TagInfo]:
             for i in range(n)]
 
 
-def run(backend: Backend, *, apply: bool, keep: int = 1, waits: Waits | None = None) -> PruneResult:
+def run(backend: Backend[Any], *, apply: bool, keep: int = 1, waits: Waits | None = None) -> PruneResult:
     result = PruneResult("app", "mem/acme/app", backend.name, None, not apply, keep)
     return prune(backend, result, apply=apply, log=lambda m: None, sleep=waits if waits is not None else Waits(),
                  pace=backend.pace)
 
 
 def test_backend_protocol_is_what_the_loop_uses():
-    backend: Backend = MemoryBackend(commits(1), by_digest=True)   # type-checks as the Protocol
-    assert backend.list_tags()[0].name == f"nightly-{sha(0)}"
+    by_tag: Backend[Decision] = MemoryTagBackend(commits(1))              # type-check as the Protocol
+    by_digest: Backend[DigestDeletion] = MemoryDigestBackend(commits(1))
+    for backend in (by_tag, by_digest):
+        assert backend.list_tags()[0].name == f"nightly-{sha(0)}"
 
 
 @pytest.mark.parametrize("by_digest", [False, True])
 def test_dry_run_deletes_nothing_and_lists_would_delete(by_digest):
-    backend = MemoryBackend(commits(3), by_digest=by_digest)
+    backend = memory_backend(commits(3), by_digest=by_digest)
     waits = Waits()
     result = run(backend, apply=False, waits=waits)
     assert backend.calls == [] and waits == [] and len(backend.tags) == 3
@@ -104,8 +125,8 @@ def test_dry_run_deletes_nothing_and_lists_would_delete(by_digest):
 
 
 def test_job_summary_lists_every_tag_kept_or_deleted_and_marks_a_dry_run():
-    dry, applied = run(MemoryBackend(commits(3), by_digest=False), apply=False), \
-        run(MemoryBackend(commits(3), by_digest=False), apply=True)
+    dry, applied = run(memory_backend(commits(3), by_digest=False), apply=False), \
+        run(memory_backend(commits(3), by_digest=False), apply=True)
     text = markdown([dry])
     assert "**dry run**: nothing deleted; keep the newest 1 commits. 2 would be deleted, 0 failed." in text
     assert f"| keep | `nightly-{sha(2)}` | `sha256:i2` |" in text
@@ -116,7 +137,7 @@ def test_job_summary_lists_every_tag_kept_or_deleted_and_marks_a_dry_run():
 
 
 def test_job_summary_escapes_tag_names_and_reasons():
-    result = run(MemoryBackend(commits(1), by_digest=False), apply=False)
+    result = run(memory_backend(commits(1), by_digest=False), apply=False)
     result.kept = [{"tags": ["x|<b>`y"], "digest": "sha256:i0", "reason": "| [a](b) <i>"}]
     text = markdown([result])
     assert "<b>" not in text and "<i>" not in text and "](b)" not in text.replace("\\](b)", "")
@@ -124,7 +145,7 @@ def test_job_summary_escapes_tag_names_and_reasons():
 
 
 def test_apply_deletes_paced_and_reports():
-    backend = MemoryBackend(commits(3), by_digest=True)
+    backend = memory_backend(commits(3), by_digest=True)
     waits = Waits()
     result = run(backend, apply=True, waits=waits)
     assert result.ok and result.errors == [] and result.would_delete == []
@@ -134,7 +155,7 @@ def test_apply_deletes_paced_and_reports():
 
 
 def test_prune_abort_stops_the_loop_and_is_recorded():
-    backend = MemoryBackend(commits(4), by_digest=False,
+    backend = memory_backend(commits(4), by_digest=False,
                             fail={f"nightly-{sha(1)}": PruneAbort("token refused (HTTP 401)")})
     result = run(backend, apply=True)
     assert backend.calls == [f"nightly-{sha(0)}", f"nightly-{sha(1)}"]    # nightly-<sha2> never tried
@@ -146,7 +167,7 @@ def test_prune_abort_stops_the_loop_and_is_recorded():
 
 
 def test_prune_error_on_one_item_goes_on_with_the_next():
-    backend = MemoryBackend(commits(4), by_digest=False, fail={f"nightly-{sha(0)}": PruneError("HTTP 500")})
+    backend = memory_backend(commits(4), by_digest=False, fail={f"nightly-{sha(0)}": PruneError("HTTP 500")})
     result = run(backend, apply=True)
     assert backend.calls == [f"nightly-{sha(i)}" for i in range(3)]
     assert [e["tags"][0] for e in result.deleted] == [f"nightly-{sha(1)}", f"nightly-{sha(2)}"]
@@ -156,7 +177,7 @@ def test_prune_error_on_one_item_goes_on_with_the_next():
 
 
 def test_the_children_of_an_index_that_failed_are_kept():
-    backend = MemoryBackend(commits(3), by_digest=True, fail={"sha256:i0": PruneError("HTTP 500")})
+    backend = memory_backend(commits(3), by_digest=True, fail={"sha256:i0": PruneError("HTTP 500")})
     waits = Waits()
     result = run(backend, apply=True, waits=waits)
     # i0 failed: a0 and b0 are never deleted (recorded as errors); commit 1 goes on as usual.
@@ -171,7 +192,7 @@ def test_the_children_of_an_index_that_failed_are_kept():
 
 
 def test_already_gone_is_deleted_and_flagged():
-    backend = MemoryBackend(commits(2), by_digest=True)
+    backend = memory_backend(commits(2), by_digest=True)
     backend.manifests.discard("sha256:a0")            # deleted behind our back since the listing
     result = run(backend, apply=True)
     assert result.ok and [e.get("already_gone", False) for e in result.deleted] == [False, True, False]

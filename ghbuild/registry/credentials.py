@@ -3,13 +3,15 @@
 Order per registry host: the Docker client config (`$DOCKER_CONFIG/config.json` or ~/.docker/config.json),
 read as `docker push` reads it: `auths.<host>.auth` (what `docker login` and docker/login-action write;
 read here without the Docker SDK) and credential helpers (`credHelpers.<host>`, `credsStore`: common on
-self-hosted runners; run through the Docker SDK's auth handling); then GHCR with GITHUB_TOKEN, then ECR through boto3. None: anonymous (fine for pulls from public
-repositories and local registries).
+self-hosted runners; run through the Docker SDK's auth handling); then GHCR with GITHUB_TOKEN, then ECR
+through boto3. None: anonymous (fine for pulls from public repositories and local registries).
 """
 
 from __future__ import annotations
 
 import base64
+import importlib
+import json
 import os
 import re
 import warnings
@@ -35,10 +37,11 @@ class Sealed:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name}")
 
-    __delattr__ = __setattr__
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name}")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._values() == self._values()   # type: ignore[attr-defined]
+        return isinstance(other, Sealed) and type(other) is type(self) and other._values() == self._values()
 
     def __hash__(self) -> int:
         return hash(self._values())
@@ -89,8 +92,6 @@ def docker_config_file(env: Mapping[str, str]) -> str:
 def read_docker_config(path: str) -> dict | None:
     """The Docker client config at `path` as a JSON object; None when it is missing, not a regular file (a FIFO
     planted there would hang the read), not JSON or not an object."""
-    import json
-
     if not os.path.isfile(path):
         return None
     try:
@@ -144,9 +145,9 @@ def _from_docker_config(host: str, env: Mapping[str, str]) -> Credentials | None
     decided, found = _plain_auths(path, host)
     if decided:
         return found
-    require("docker", "docker", f"reading registry credentials from {path}")   # lazy: only for a helper
-    from docker import auth, errors
-
+    # The Docker SDK is an extra (a missing one is named in the error), loaded only for a config with a helper.
+    require("docker", "docker", f"reading registry credentials from {path}")
+    auth, errors = importlib.import_module("docker.auth"), importlib.import_module("docker.errors")
     try:
         with warnings.catch_warnings():   # a helper not on PATH: anonymous, and the registry's 401 says so
             warnings.simplefilter("ignore")

@@ -17,20 +17,26 @@ standard GITHUB_API_URL.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from ghbuild import naming
 from ghbuild.errors import ConfigError, PruneAbort, PruneError
-from ghbuild.registry.credentials import GHCR_HOST
-from ghbuild.retention.backend import Backend, Deletion
-from ghbuild.retention.plan import listing_changes, nightly_pattern, plan_digests, plan_prune
+from ghbuild.retention.backend import Backend, Item
+from ghbuild.retention.plan import plan_prune
 from ghbuild.retention.result import PruneResult, markdown, render
 
-__all__ = ["Backend", "PruneResult", "markdown", "prune", "prune_images", "raise_for_failures", "render", "resolve_repository", "run"]
+__all__ = ["Backend", "PruneResult", "markdown", "prune", "prune_images", "raise_for_failures", "render",
+           "resolve_repository", "run"]
+
+if TYPE_CHECKING:   # annotations only: the registry client loads with a backend (ghbuild.retention.backends)
+    from ghbuild.http.session import Session
+    from ghbuild.registry.client import RegistryFactory
 
 Log = Callable[[str], None]
 
@@ -41,7 +47,6 @@ def _stderr(message: str) -> None:
 
 def resolve_repository(options, image: str, owner: str | None, env: Mapping[str, str]) -> str:
     """The publish repository of `image` (registries.publish or the image's own), `{owner}` filled in."""
-    
     if image not in options.images:
         raise ConfigError(f"--image {image}: no such image (known: {', '.join(options.images)})")
     template = options.images[image].publish or options.registries.publish
@@ -56,8 +61,8 @@ def resolve_repository(options, image: str, owner: str | None, env: Mapping[str,
 def run(options, image: str, keep: int | None = None, apply: bool = False,
         env: Mapping[str, str] | None = None, hub_api: str | None = None, github_api: str | None = None,
         log: Log = _stderr, *, owner: str | None = None,
-        registry_factory: Callable[[str], Any] | None = None, sleep: Callable[[float], None] = time.sleep,
-        pace: float | None = None, session=None) -> PruneResult:
+        registry_factory: RegistryFactory | None = None, sleep: Callable[[float], None] = time.sleep,
+        pace: float | None = None, session: Session | None = None) -> PruneResult:
     """Prune the nightly tags of one image's publish repository; a dry run unless `apply`.
 
     The backend follows the repository's host: Docker Hub (DOCKERHUB_USERNAME, DOCKERHUB_TOKEN; `hub_api`
@@ -72,61 +77,38 @@ def run(options, image: str, keep: int | None = None, apply: bool = False,
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise PruneError(f"--keep {keep!r}: must be a whole number of commits, at least 1")
     repository = resolve_repository(options, image, owner, env)
-    host, path = naming.split_repository(repository)
     nightly, suffixes = options.publish.nightly_tag, tuple(options.publish.arch_suffixes.values())
-    clients: dict[str, Any] = {"sleep": sleep, "log": log, "session": session}
+    # Loaded here, not at the top: the HTTP stack and the registry client are needed only from this point,
+    # and `ghbuild prune` prints its first line before it (bench/startup.py).
+    from ghbuild.retention.backends import open_backend
 
-    backend: Backend
-    if host in naming.DOCKER_HUB_HOSTS:
-        from ghbuild.retention import dockerhub
-
-        api: str | None = dockerhub.api_url(hub_api, env)
-        backend = dockerhub.backend(repository, path, env, api, **clients)
-    elif host == GHCR_HOST:
-        from ghbuild.retention import ghcr
-
-        api = ghcr.api_url(github_api, env)
-        backend = ghcr.backend(repository, path, env, api, registry_factory=registry_factory, **clients)
-    else:
-        from ghbuild.retention.oci import OciBackend
-
-        if registry_factory is None:
-            from ghbuild.registry.client import client_factory
-
-            registry_factory = client_factory(env, log)
-        api = None
-        backend = OciBackend(registry_factory(host), repository, path, nightly_pattern(nightly, suffixes))
+    backend, api = open_backend(repository, env, nightly=nightly, suffixes=suffixes, hub_api=hub_api,
+                                github_api=github_api, registry_factory=registry_factory, sleep=sleep, log=log,
+                                session=session)
     result = PruneResult(image, repository, backend.name, api, not apply, keep)
     return prune(backend, result, nightly, suffixes, apply=apply, log=log, sleep=sleep,
                  pace=backend.pace if pace is None else pace)
 
 
-def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
+def prune(backend: Backend[Item], result: PruneResult, nightly: str = "nightly",
           suffixes: Iterable[str] = ("x86_64", "arm64"), *, apply: bool = False, log: Log = _stderr,
           sleep: Callable[[float], None] = time.sleep, pace: float = 0.5) -> PruneResult:
     """The delete loop, for every backend: list, plan, then delete oldest first (index before children).
 
     Dry run (`apply` False): every deletion goes to `would_delete`, nothing is deleted. Otherwise `pace`
-    seconds between two deletes. A backend that deletes by digest removes every tag on that digest, so
-    immediately before each delete the repository is listed again: if any tag appeared, went or moved
-    (other than by this run's deletes), the run stops there, recorded in `errors`, nothing further
-    deleted (a publish running at the same time may now refer to what the plan would delete). Deleting
-    a single tag (Docker Hub) cannot take another tag with it and needs no such check. PruneAbort stops the loop too; PruneError is recorded and the loop goes on; the
-    children of an index whose delete failed are never deleted. Manifests a kept index refers to that
-    the registry lacks are reported in `dangling` (they never stop a run). `result.ok` is False when
-    anything failed.
+    seconds between two deletes, and immediately before each the backend says whether the repository
+    changed since the plan (one that deletes by digest lists it again: any tag that appeared, went or moved,
+    other than by this run's deletes, stops the run there, recorded in `errors`). PruneAbort stops the loop
+    too; PruneError is recorded and the loop goes on; the children of an index whose delete failed are never
+    deleted. Manifests a kept index refers to that the registry lacks are reported in `dangling` (they never
+    stop a run). `result.ok` is False when anything failed.
     """
     tags = backend.list_tags()
     plan = plan_prune(tags, result.keep, nightly, suffixes)
     result.fill(plan, tags)
     _note_dangling(backend, result, log)
-    items: list[Deletion]
-    if backend.by_digest:
-        digests, skipped = plan_digests(plan, tags, {t.digest: t.children for t in tags if t.digest and t.children})
-        items = list(digests)
-        result.skipped_referenced += skipped
-    else:
-        items = list(plan.delete)
+    items, skipped = backend.deletions(plan, tags)
+    result.skipped_referenced += skipped
     result.stats.update(backend.stats())
     log(f"{result.repository}: {backend.summary()}; {len(plan.commits)} commits, keeping the newest "
         f"{result.keep}; {len(items)} {backend.unit} to delete")
@@ -148,7 +130,7 @@ def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
         if attempts and pace > 0:
             sleep(pace)
         attempts += 1
-        stop = _changed_since_plan(backend, tags, gone_tags) if backend.by_digest else None
+        stop = backend.changed_since_plan(tags, gone_tags)
         if stop:
             result.errors.append({**entry, "error": stop})
             log(f"stopping: {stop}")
@@ -175,33 +157,17 @@ def prune(backend: Backend, result: PruneResult, nightly: str = "nightly",
     return result
 
 
-def _changed_since_plan(backend: Backend, planned: list, gone_tags: set[str]) -> str | None:
-    """Why the delete loop must stop now (the repository changed since the plan), or None."""
-    try:
-        now = backend.list_tags()
-    except (PruneError, PruneAbort) as exc:
-        return f"not deleted: listing again before the delete failed ({exc})"
-    changes = listing_changes(planned, now, gone_tags)
-    if changes:
-        shown = ", ".join(changes[:5]) + (f" and {len(changes) - 5} more" if len(changes) > 5 else "")
-        return f"not deleted: the repository changed since the plan ({shown}); stopped, rerun to plan again"
-    return None
-
-
-def _note_dangling(backend: Backend, result: PruneResult, log: Log) -> None:
-    missing = getattr(backend, "missing", None)
-    for digest, index in sorted((missing() if missing else {}).items()):
+def _note_dangling(backend: Backend[Any], result: PruneResult, log: Log) -> None:
+    for digest, index in sorted(backend.missing().items()):
         result.dangling.append({"digest": digest, "referenced_by": index})
         log(f"warning: {result.repository}@{index} refers to {digest}, which the registry does not have")
 
 
 def prune_images(options, images: Iterable[str], *, keep: int | None = None, apply: bool = False,
-                 owner: str | None = None, say: Log = _stderr, group: Callable[[str], Any] | None = None,
-                 **kwargs: Any) -> list[PruneResult]:
+                 owner: str | None = None, say: Log = _stderr,
+                 group: Callable[[str], AbstractContextManager[Any]] | None = None, **kwargs: Any) -> list[PruneResult]:
     """`run` for each image, each folded in its own `group`, its report handed to `say`. Failed deletes are
     collected, not raised, so one run reports all of them: `raise_for_failures` afterwards."""
-    import contextlib
-
     group = group or (lambda title: contextlib.nullcontext())
     results = []
     for image in images:

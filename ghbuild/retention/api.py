@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ghbuild.errors import PruneAbort, PruneError
+from ghbuild.http.response import Response
 from ghbuild.http.retry import RetryingClient
+from ghbuild.http.session import Session
 
 
 class ApiClient(RetryingClient):
@@ -19,7 +21,7 @@ class ApiClient(RetryingClient):
     unreachable_error = PruneError
     rate_limit_error = PruneAbort
 
-    def __init__(self, api_url: str, *, session=None, sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, api_url: str, *, session: Session | None = None, sleep: Callable[[float], None] = time.sleep,
                  pace: float = 0.5, max_pages: int = 1000, **kwargs: Any):
         super().__init__(api_url, session=session, sleep=sleep, **kwargs)
         self.pace, self.max_pages = pace, max_pages
@@ -34,7 +36,7 @@ class ApiClient(RetryingClient):
         seen.add(url)
 
     @staticmethod
-    def message(r) -> str:
+    def message(r: Response) -> str:
         """The error message of a JSON answer (`message` or `detail`), else the start of its text."""
         try:
             body = r.json()

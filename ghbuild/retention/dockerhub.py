@@ -16,7 +16,9 @@ from typing import Any
 
 from ghbuild.errors import PruneAbort, PruneError
 from ghbuild.http.origin import same_origin
+from ghbuild.http.session import Session
 from ghbuild.retention.api import ApiClient
+from ghbuild.retention.backend import DeletesTags
 from ghbuild.retention.plan import Decision, TagInfo, parse_time
 
 DEFAULT_HUB_API = "https://hub.docker.com"
@@ -32,7 +34,7 @@ class DockerHubClient(ApiClient):
     service = "Docker Hub"
 
     def __init__(self, api_url: str = DEFAULT_HUB_API, username: str | None = None, token: str | None = None,
-                 session=None, sleep: Callable[[float], None] = time.sleep, pace: float = 0.5,
+                 session: Session | None = None, sleep: Callable[[float], None] = time.sleep, pace: float = 0.5,
                  page_size: int = 100, **kwargs: Any):
         missing = [what for what, value in (("username", username), ("token", token)) if not value]
         if missing:
@@ -123,7 +125,8 @@ class DockerHubClient(ApiClient):
                 self.login()
                 continue
             if r.status_code == 401:
-                raise PruneAbort(f"{what}: Docker Hub refused a fresh access token of user {self.username!r} (HTTP 401)")
+                raise PruneAbort(f"{what}: Docker Hub refused a fresh access token of user {self.username!r} "
+                                 "(HTTP 401)")
             if r.status_code == 403:
                 raise PruneAbort(f"{what}: user {self.username!r} may not delete tags here (HTTP 403): the access "
                                  "token needs the Read, Write, Delete scope and write access to the repository")
@@ -149,13 +152,11 @@ def hub_repository(path: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-
-class DockerHubBackend:
-    """The delete loop's view of one Docker Hub repository: tags listed through the Hub API, deleted one
-    tag at a time."""
+class DockerHubBackend(DeletesTags):
+    """The delete loop's view of one Docker Hub repository (a Backend[Decision]): tags listed through the Hub
+    API, deleted one tag at a time."""
 
     name = "dockerhub"
-    by_digest = False
     unit = "tag(s)"
 
     def __init__(self, client: DockerHubClient, repository: str, path: str):

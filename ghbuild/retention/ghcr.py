@@ -9,35 +9,47 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import quote
 
-from ghbuild.errors import PruneAbort, PruneError
+from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
 from ghbuild.http.origin import same_origin
 from ghbuild.http.response import Response
 from ghbuild.http.retry import RateLimit, retry_after_seconds
+from ghbuild.http.session import Session
+from ghbuild.registry.client import Registry, RegistryFactory
 from ghbuild.registry.credentials import GHCR_HOST, ghcr_credentials
+from ghbuild.registry.manifest import Manifest
 from ghbuild.retention.api import ApiClient
+from ghbuild.retention.backend import DeletesDigests
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 GITHUB_API_VERSION = "2022-11-28"
 
 
+class ManifestSource(Protocol):
+    """Where the GHCR backend reads index manifests (their children are untagged versions)."""
+
+    def get_manifest(self, repo: str, ref: str) -> Manifest: ...
+
+
 class GhcrClient(ApiClient):
     """Container package versions through the GitHub REST API; index children read from the registry.
 
     owner_type: "orgs" or "users" (or "user": the token's own packages); None tries /orgs/ and falls back
-    to /users/ on 404. `registry` (a ghbuild.registry.client.Registry or anything with `get_manifest(repo, ref)`)
-    and `registry_repo` are where index manifests are read (default: ghcr.io/<owner>/<package> with the
-    same token). Deletes are paced (`pace`, GitHub asks for a second between writes); 403/429 with
-    Retry-After or an exhausted x-ratelimit-remaining are waited out (bounded).
+    to /users/ on 404. `registry` (a ghbuild.registry.client.Registry, or any ManifestSource) and
+    `registry_repo` are where index manifests are read (default: ghcr.io/<owner>/<package> with the same
+    token). Deletes are paced (`pace`, GitHub asks for a second between writes); 403/429 with Retry-After or
+    an exhausted x-ratelimit-remaining are waited out (bounded).
     """
 
     service = "GitHub"
 
     def __init__(self, api_url: str | None = None, token: str | None = None, owner: str | None = None,
-                 package: str | None = None, owner_type: str | None = None, *, registry=None,
-                 registry_repo: str | None = None, session=None, sleep: Callable[[float], None] = time.sleep,
+                 package: str | None = None, owner_type: str | None = None, *,
+                 registry: ManifestSource | None = None, registry_repo: str | None = None,
+                 session: Session | None = None, sleep: Callable[[float], None] = time.sleep,
                  pace: float = 1.0, per_page: int = 100, actor: str | None = None, **kwargs: Any):
         if not token:
             raise PruneError("GHCR: no token: pruning package versions needs GITHUB_TOKEN with packages: write "
@@ -51,7 +63,8 @@ class GhcrClient(ApiClient):
         self.secrets.append(self._token)
         self.owner, self.package, self.owner_type = owner, package, owner_type
         self.per_page = per_page
-        self.registry, self.registry_repo = registry, registry_repo or f"{owner}/{package}".lower()
+        self.registry: ManifestSource | None = registry
+        self.registry_repo = registry_repo or f"{owner}/{package}".lower()
         self.actor = actor
         self._children: dict[str, tuple[str, ...]] = {}
 
@@ -78,8 +91,6 @@ class GhcrClient(ApiClient):
                 "X-GitHub-Api-Version": GITHUB_API_VERSION}
 
     def _base(self, scope: str) -> str:
-        from urllib.parse import quote
-
         pkg = quote(self.package, safe="")
         if scope == "user":
             return f"{self.api_url}/user/packages/container/{pkg}/versions"
@@ -139,17 +150,14 @@ class GhcrClient(ApiClient):
             return self._children[digest]
         reg = self.registry
         if reg is None:
-            from ghbuild.registry import client as registry_mod
-
-            reg = self.registry = registry_mod.Registry(
-                GHCR_HOST, ghcr_credentials(self.actor or "", self._token), log=self.log, sleep=self.sleep)
-        from ghbuild.registry import client as registry_mod
-
+            reg = self.registry = Registry(GHCR_HOST, ghcr_credentials(self.actor or "", self._token), log=self.log,
+                                           sleep=self.sleep)
         try:
             manifest = reg.get_manifest(self.registry_repo, digest)
-        except registry_mod.AuthError as exc:
-            raise PruneAbort(self.scrub(f"reading {self.registry_repo}@{digest[:19]} from the registry: {exc}")) from None
-        except registry_mod.RegistryError as exc:
+        except AuthError as exc:
+            raise PruneAbort(self.scrub(f"reading {self.registry_repo}@{digest[:19]} from the registry: {exc}")) \
+                from None
+        except RegistryError as exc:
             if "HTTP 404" in str(exc):
                 self._children[digest] = ()
                 return ()
@@ -188,12 +196,11 @@ def ghcr_tag_infos(versions: Sequence[Mapping[str, Any]],
     return out
 
 
-class GhcrBackend:
-    """The delete loop's view of one GHCR package: versions listed through the GitHub API, deleted by
-    version (one digest: every tag on it, an index with its untagged children)."""
+class GhcrBackend(DeletesDigests):
+    """The delete loop's view of one GHCR package (a Backend[DigestDeletion]): versions listed through the
+    GitHub API, deleted by version (one digest: every tag on it, an index with its untagged children)."""
 
     name = "ghcr"
-    by_digest = True
     unit = "version(s)"
 
     def __init__(self, client: GhcrClient):
@@ -223,14 +230,15 @@ class GhcrBackend:
                 "reason": item.reason}
 
     def label(self, item: DigestDeletion) -> str:
-        return f"version {self.versions[item.digest].get('id')} ({', '.join(item.tags) or f'untagged {item.digest[:19]}'})"
+        tags = ", ".join(item.tags) or f"untagged {item.digest[:19]}"
+        return f"version {self.versions[item.digest].get('id')} ({tags})"
 
     def delete(self, item: DigestDeletion) -> bool:
         return self.client.delete_version(self.versions[item.digest]["id"])
 
 
 def backend(repository: str, path: str, env: Mapping[str, str], api: str | None = None, *,
-            registry_factory: Callable[[str], Any] | None = None, **client_kwargs: Any) -> GhcrBackend:
+            registry_factory: RegistryFactory | None = None, **client_kwargs: Any) -> GhcrBackend:
     """The backend for `ghcr.io/<owner>/<package>`, with GITHUB_TOKEN from `env` (PruneError when unset).
     GHBUILD_GHCR_OWNER_TYPE (orgs, users, user) skips the /orgs/-then-/users/ probe."""
     if not env.get("GITHUB_TOKEN"):

@@ -15,28 +15,31 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
+from ghbuild.registry.client import Registry
+from ghbuild.registry.manifest import Manifest
+from ghbuild.retention.backend import DeletesDigests
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
 _EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=UTC)   # a `created` before this is not a real time
 
 
-class OciBackend:
-    """The delete loop's view of one repository on a plain registry: tags listed with their manifests,
-    manifests deleted by digest. `pattern`: the per-commit tags (only their times are read)."""
+class OciBackend(DeletesDigests):
+    """The delete loop's view of one repository on a plain registry (a Backend[DigestDeletion]): tags listed
+    with their manifests, manifests deleted by digest. `pattern`: the per-commit tags (only their times are
+    read)."""
 
     name = "registry"
-    by_digest = True
     unit = "manifest(s)"
 
-    def __init__(self, reg, repository: str, path: str, pattern: re.Pattern[str], pace: float = 0.5):
+    def __init__(self, reg: Registry, repository: str, path: str, pattern: re.Pattern[str], pace: float = 0.5):
         self.reg, self.repository, self.path, self.pattern = reg, repository, path, pattern
         self.pace = pace
-        self.manifests: dict[str, Any] = {}
+        self.manifests: dict[str, Manifest | None] = {}
         self.created: dict[str, datetime | None] = {}
         self.dangling: dict[str, str] = {}      # missing manifest -> the index that refers to it
         self._listed = 0
 
-    def _manifest(self, digest: str):
+    def _manifest(self, digest: str) -> Manifest | None:
         """A manifest by digest (content-addressed: read once); None when the registry has no such manifest."""
         if digest not in self.manifests:
             try:
@@ -57,7 +60,7 @@ class OciBackend:
                 self.dangling.setdefault(kid, digest)
         return kids
 
-    def _config_created(self, manifest) -> datetime | None:
+    def _config_created(self, manifest: Manifest) -> datetime | None:
         try:
             config = json.loads(self.reg.read_blob(self.path, manifest.data["config"]["digest"]))
         except (KeyError, TypeError, ValueError):
@@ -65,7 +68,7 @@ class OciBackend:
         when = parse_time(config.get("created")) if isinstance(config, dict) else None
         return when if when is not None and when >= _EPOCH_FLOOR else None
 
-    def _time_of(self, manifest) -> datetime | None:
+    def _time_of(self, manifest: Manifest) -> datetime | None:
         """An image's `created`; an index's newest child's (None unless every child has one)."""
         if manifest.digest not in self.created:
             if manifest.is_index:
@@ -96,7 +99,8 @@ class OciBackend:
         except AuthError as exc:
             raise PruneAbort(f"{self.repository}: the registry refused the credentials: {exc}") from None
         except RegistryError as exc:
-            raise PruneError(f"{self.repository}: listing failed: {exc}; refusing to prune from a partial list") from None
+            raise PruneError(f"{self.repository}: listing failed: {exc}; refusing to prune from a partial list") \
+                from None
         self._listed = len(tags)
         return tags
 
@@ -123,5 +127,6 @@ class OciBackend:
         except AuthError as exc:
             raise PruneAbort(str(exc)) from None
         except RegistryError as exc:
-            hint = " (is storage.delete.enabled set on the registry?)" if "405" in str(exc) or "UNSUPPORTED" in str(exc) else ""
+            unsupported = "405" in str(exc) or "UNSUPPORTED" in str(exc)
+            hint = " (is storage.delete.enabled set on the registry?)" if unsupported else ""
             raise PruneError(f"{exc}{hint}") from None
