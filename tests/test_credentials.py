@@ -79,7 +79,8 @@ def test_a_light_install_reads_no_docker_config_it_does_not_have(docker_home, mo
 
     env, write_config, _ = docker_home
     monkeypatch.setitem(__import__("sys").modules, "docker", None)    # what `import docker` meets without it
-    assert credentials.for_host("ghcr.io", {**env, "GITHUB_TOKEN": "t"}) == credentials.Credentials("github-actions", "t")
+    found = credentials.for_host("ghcr.io", {**env, "GITHUB_TOKEN": "t"})
+    assert found == credentials.Credentials("github-actions", "t")
     write_config({"auths": {"ghcr.io": {"auth": base64.b64encode(b"u:p").decode()}}})
     assert credentials.for_host("ghcr.io", env) == credentials.Credentials("u", "p")
     write_config({"credHelpers": {"ghcr.io": "gcloud"}})
@@ -94,7 +95,8 @@ def _b64(text: str) -> str:
 PLAIN_CONFIGS = [
     {"auths": {"registry.example.com": {"auth": _b64("ci:s3cret")}}},
     {"auths": {"https://registry.example.com/v2/": {"auth": _b64("ci:pa:ss")}}},
-    {"auths": {"http://registry.example.com": {"auth": _b64("ci:x")}, "registry.example.com": {"auth": _b64("exact:y")}}},
+    {"auths": {"http://registry.example.com": {"auth": _b64("ci:x")},
+               "registry.example.com": {"auth": _b64("exact:y")}}},
     {"auths": {"https://index.docker.io/v1/": {"auth": _b64("hubuser:hubtoken"), "email": "a@b.c"}}},
     {"auths": {"docker.io": {"auth": _b64("hubuser:t2")}}},
     {"auths": {"registry.example.com": {"identitytoken": "refresh-token"}}},

@@ -260,14 +260,16 @@ class RegistryClient:
     def mount_blob(self, name: str, digest: str, from_repo: str) -> bool:
         """Cross-repository mount; True when mounted (201). A 202 (not mounted) closes the session it opened."""
         status, headers, _ = self.request(
-            "POST", f"/v2/{name}/blobs/uploads/?mount={urllib.parse.quote(digest)}&from={urllib.parse.quote(from_repo)}",
+            "POST",
+            f"/v2/{name}/blobs/uploads/?mount={urllib.parse.quote(digest)}&from={urllib.parse.quote(from_repo)}",
             body=b"", headers={"Content-Length": "0"})
         if status == 202 and headers.get("location"):
             self.request("DELETE", headers["location"])
         return status == 201
 
     def push_image(self, name: str, tag: str | None = None, *, architecture: str = "amd64", os: str = "linux",
-                   variant: str | None = None, payload: bytes = b"", media_type: str = MT_OCI_MANIFEST) -> dict[str, Any]:
+                   variant: str | None = None, payload: bytes = b"",
+                   media_type: str = MT_OCI_MANIFEST) -> dict[str, Any]:
         """Push a one-layer image (a real gzipped tar) and return its descriptor, with ``platform``.
 
         ``payload`` goes into the layer's one file, so different payloads give different digests."""

@@ -156,7 +156,8 @@ def test_hub_tag_objects_describe_index_and_platforms(hub, reg):
 
     single = requests.get(hub.url + "/v2/repositories/acme/fields/tags/nightly-arm64/", timeout=10).json()
     assert single["media_type"] == MT_OCI_MANIFEST and single["digest"] == arm["digest"]
-    assert [(i["architecture"], i["variant"], i["digest"]) for i in single["images"]] == [("arm64", "v8", arm["digest"])]
+    images = [(i["architecture"], i["variant"], i["digest"]) for i in single["images"]]
+    assert images == [("arm64", "v8", arm["digest"])]
     missing = requests.get(hub.url + "/v2/repositories/acme/fields/tags/nope/", timeout=10)
     assert missing.status_code == 404
 
@@ -295,10 +296,12 @@ def test_ghcr_versions_include_untagged_children(gh, reg):
     assert arm_version["url"] == f"{gh.url}/orgs/acme/packages/container/ghcr-app/versions/{arm_version['id']}"
 
     # The same package through the user path, and a slash in a package name (percent-encoded).
-    as_user = requests.get(gh.url + "/users/acme/packages/container/ghcr-app/versions", headers=gh_headers(), timeout=10)
+    as_user = requests.get(gh.url + "/users/acme/packages/container/ghcr-app/versions", headers=gh_headers(),
+                           timeout=10)
     assert {v["id"] for v in as_user.json()} == {v["id"] for v in versions}
     reg.push_image("acme/tools/ci", "x", payload=b"nested")
-    nested = requests.get(gh.url + "/orgs/acme/packages/container/tools%2Fci/versions", headers=gh_headers(), timeout=10)
+    nested = requests.get(gh.url + "/orgs/acme/packages/container/tools%2Fci/versions", headers=gh_headers(),
+                          timeout=10)
     assert nested.status_code == 200 and nested.json()[0]["metadata"]["container"]["tags"] == ["x"]
     missing = requests.get(gh.url + "/orgs/acme/packages/container/nope/versions", headers=gh_headers(), timeout=10)
     assert missing.status_code == 404 and missing.json()["message"] == "Package not found."

@@ -447,7 +447,8 @@ except KeyboardInterrupt:
     while (reg.head_manifest("hub/app", "nightly-arm64") or (None,))[0] != new_arm:   # the last per-arch tag moved
         if time.monotonic() > deadline or proc.poll() is not None:
             proc.kill()
-            pytest.fail(f"the publish never moved nightly-arm64 (exit {proc.poll()}): {proc.communicate(timeout=10)[0]}")
+            output = proc.communicate(timeout=10)[0]
+            pytest.fail(f"the publish never moved nightly-arm64 (exit {proc.poll()}): {output}")
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGTERM)       # while it checks the lease before `nightly`
     out = proc.communicate(timeout=60)[0]

@@ -113,7 +113,7 @@ def test_resolve_succeeds_after_transient_errors(reg, proxy):
 def test_resolve_network_error_is_transient_not_missing():
     port = free_port()  # bound and closed: nobody listens
     c = Client(f"127.0.0.1:{port}", attempts=2, delay=0.25)
-    with pytest.raises(TransientError, match="failed after 2 attempts: HEAD .*ConnectionError"):
+    with pytest.raises(TransientError, match=r"failed after 2 attempts: HEAD .*ConnectionError"):
         c.reg.resolve("t/x", "v1")
     assert c.sleeps == [0.25]
 

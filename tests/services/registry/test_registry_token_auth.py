@@ -97,7 +97,8 @@ def token_registry(tmp_path):
             if path == "/v2/" or _covered(needed, granted):
                 return None
             scope = " ".join(needed)
-            return 401, {"WWW-Authenticate": f'Bearer realm="{tokens.token_url}",service="test-registry",scope="{scope}"'}
+            challenge = f'Bearer realm="{tokens.token_url}",service="test-registry",scope="{scope}"'
+            return 401, {"WWW-Authenticate": challenge}
 
         proxy.gate = gate
         try:

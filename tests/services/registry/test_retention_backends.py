@@ -134,10 +134,10 @@ def test_hub_keeps_newest_14_of_30_over_every_page(hub, reg):
 
 
 def test_hub_never_deletes_moving_tags_or_what_a_kept_tag_refers_to(hub, reg):
-    a_amd, a_arm, a_index = push_commit(reg, "acme/ref", sha("a"), per_arch_tags=True)
+    a_amd, _a_arm, _a_index = push_commit(reg, "acme/ref", sha("a"), per_arch_tags=True)
     b_amd, b_arm, b_index = push_commit(reg, "acme/ref", sha("b"))
     # The newest commit's index reuses A's amd64 image (an unchanged, reproducible build).
-    c_amd, c_arm, c_index = push_commit(reg, "acme/ref", sha("c"), amd=a_amd)
+    _c_amd, c_arm, _c_index = push_commit(reg, "acme/ref", sha("c"), amd=a_amd)
     move_tags(reg, "acme/ref", b_amd, b_arm, b_index)   # the moving tags still point at B
     for n, c in enumerate(("a", "b", "c")):
         for tag in [t for t in reg.tags("acme/ref") if sha(c) in t]:
