@@ -7,7 +7,6 @@ before a final newline, which would let "name\\n" (a YAML block scalar in a GHBU
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from ghbuild.errors import InvalidReferenceError
@@ -35,6 +34,8 @@ DOCKER_HUB_REGISTRY = "registry-1.docker.io"
 
 
 def short_hash(text: str, length: int = 12) -> str:
+    import hashlib  # OpenSSL's start-up (3 ms): not for the many commands that parse names only
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import signal
 import sys
 from collections.abc import Callable, Sequence
 
+from ghbuild import __version__
 from ghbuild.cli.parser import build_parser
 from ghbuild.errors import GhbuildError
 from ghbuild.github import gha
@@ -44,11 +44,16 @@ def interrupt_on_sigterm() -> None:
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
+    import signal  # only the commands that write (publish) need it
+
     signal.signal(signal.SIGTERM, interrupt)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:   # what argparse's version action prints, without building every command's parser
+        print(f"ghbuild {__version__}")
+        return 0
     # The command comes first (the top level has only --help and --version); anything else, such as a
     # typo, gets the whole parser, which lists every command.
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)

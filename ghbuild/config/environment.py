@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -138,6 +137,8 @@ def apply_env(data: dict[str, Any], env: Mapping[str, str], sources: dict[str, s
         if var not in mapping:
             section = var[len(ENV_PREFIX):].split("_", 1)[0]
             if section in _SETTING_SECTIONS:
+                import difflib  # only for a mistyped variable
+
                 hint = difflib.get_close_matches(var, list(mapping), n=1)
                 extra = f" (did you mean {hint[0]}?)" if hint else ""
                 raise ConfigError(f"{var}: unknown setting{extra}")
