@@ -703,7 +703,7 @@ def test_a_fork_push_reads_the_canonical_owner_and_writes_its_own_namespace(even
 def test_no_untrusted_run_writes_a_repository_a_trusted_run_reads(event, plan_for, make_options, name):
     """The trusted build imports its cache and finds its bases in the trusted repositories; every repository an
     untrusted run writes (cache, per-commit and base-identity tags) is another one, so that the trusted ones can
-    be read-only to any credential an untrusted job holds (README: Who can write what)."""
+    be read-only to any credential an untrusted job holds (docs/trust.md: Who can write what)."""
     options = make_options(extra=BASES)
     untrusted_ev = {"push_dev": lambda: event("push_dev"),
                     "pull_request same repo": lambda: event("pull_request").same_repo(),
