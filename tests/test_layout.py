@@ -151,3 +151,13 @@ def test_the_checks_see_a_cycle_and_an_io_import():
     a = ast.parse("from ghbuild import naming\nimport subprocess\n")
     assert "subprocess" in imported("ghbuild.x", a, top_level_only=True)
     assert "ghbuild.naming" in imported("ghbuild.x", a, top_level_only=True)
+
+
+def test_mypy_checks_every_pure_module_strictly():
+    import tomllib
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))
+    strict = [o for o in config["tool"]["mypy"]["overrides"] if o.get("disallow_untyped_defs")]
+    assert len(strict) == 1, "one override holds the strict rules of the pure modules"
+    assert set(PURE) <= set(strict[0]["module"]), set(PURE) - set(strict[0]["module"])
+    assert all(strict[0].get(rule) for rule in ("disallow_incomplete_defs", "disallow_any_generics", "warn_return_any"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ghbuild.plan.dockerfile import Stage
 from ghbuild.sizes import format_size
@@ -14,7 +14,7 @@ class Layer(NamedTuple):
     size: int
 
 
-def attribute(history_oldest_first: list[dict], chain: list[Stage]) -> tuple[list[Layer], bool]:
+def attribute(history_oldest_first: list[dict[str, Any]], chain: list[Stage]) -> tuple[list[Layer], bool]:
     """Split an image's history among the stages of its FROM chain (oldest stage first).
 
     Each stage adds one history entry per instruction (see dockerfile.stages); what is left at the

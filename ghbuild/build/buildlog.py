@@ -68,11 +68,11 @@ _WRAPPER_STATS_RE = re.compile(r"^#(\d+) (?:\d+(?:\.\d+)? )?ghbuild-sccache-stat
 class SccacheRuns(SimpleNamespace):
     """What the sccache wrapper's steps left in a build log."""
 
-    stats: dict[str, dict]      # stage -> the wrapper's stats (ran in this build)
+    stats: dict[str, dict[str, Any]]      # stage -> the wrapper's stats (ran in this build)
     cached: set[str]            # stages whose wrapped step came from the layer cache
     unreadable: set[str]        # wrapped steps that ran but left no readable stats
 
-    def __init__(self, stats: dict[str, dict] | None = None, cached: set[str] | None = None,
+    def __init__(self, stats: dict[str, dict[str, Any]] | None = None, cached: set[str] | None = None,
                  unreadable: set[str] | None = None) -> None:
         super().__init__(stats=stats if stats is not None else {}, cached=cached if cached is not None else set(),
                          unreadable=unreadable if unreadable is not None else set())

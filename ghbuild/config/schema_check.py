@@ -86,12 +86,12 @@ def _is_type(instance: Any, kind: str) -> bool:
     raise _Unsure
 
 
-def _type(instance, value, node, root) -> bool:
+def _type(instance: Any, value: Any, node: Any, root: Any) -> bool:
     kinds = value if isinstance(value, list) else [value]
     return any(_is_type(instance, kind) for kind in kinds)
 
 
-def _ref(instance, value, node, root) -> bool:
+def _ref(instance: Any, value: Any, node: Any, root: Any) -> bool:
     if not isinstance(value, str) or not value.startswith("#/") or "~" in value or "%" in value:
         raise _Unsure
     target: Any = root
@@ -102,13 +102,13 @@ def _ref(instance, value, node, root) -> bool:
     return _valid(instance, target, root)
 
 
-def _properties(instance, value, node, root) -> bool:
+def _properties(instance: Any, value: Any, node: Any, root: Any) -> bool:
     if not isinstance(instance, dict):
         return True
     return all(_valid(instance[key], sub, root) for key, sub in value.items() if key in instance)
 
 
-def _additional_properties(instance, value, node, root) -> bool:
+def _additional_properties(instance: Any, value: Any, node: Any, root: Any) -> bool:
     if not isinstance(instance, dict):
         return True
     if "patternProperties" in node:
@@ -117,19 +117,19 @@ def _additional_properties(instance, value, node, root) -> bool:
     return all(_valid(item, value, root) for key, item in instance.items() if key not in known)
 
 
-def _required(instance, value, node, root) -> bool:
+def _required(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return not isinstance(instance, dict) or all(key in instance for key in value)
 
 
-def _property_names(instance, value, node, root) -> bool:
+def _property_names(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return not isinstance(instance, dict) or all(_valid(key, value, root) for key in instance)
 
 
-def _min_properties(instance, value, node, root) -> bool:
+def _min_properties(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return not isinstance(instance, dict) or len(instance) >= value
 
 
-def _items(instance, value, node, root) -> bool:
+def _items(instance: Any, value: Any, node: Any, root: Any) -> bool:
     if not isinstance(instance, list):
         return True
     if "prefixItems" in node:
@@ -137,11 +137,11 @@ def _items(instance, value, node, root) -> bool:
     return all(_valid(item, value, root) for item in instance)
 
 
-def _min_items(instance, value, node, root) -> bool:
+def _min_items(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return not isinstance(instance, list) or len(instance) >= value
 
 
-def _unique_items(instance, value, node, root) -> bool:
+def _unique_items(instance: Any, value: Any, node: Any, root: Any) -> bool:
     if not value or not isinstance(instance, list):
         return True
     if not all(isinstance(item, str) for item in instance):
@@ -149,31 +149,31 @@ def _unique_items(instance, value, node, root) -> bool:
     return len(set(instance)) == len(instance)
 
 
-def _min_length(instance, value, node, root) -> bool:
+def _min_length(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return not isinstance(instance, str) or len(instance) >= value
 
 
-def _pattern(instance, value, node, root) -> bool:
+def _pattern(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return not isinstance(instance, str) or compiled_pattern(value).search(instance) is not None
 
 
-def _enum(instance, value, node, root) -> bool:
+def _enum(instance: Any, value: Any, node: Any, root: Any) -> bool:
     if not all(isinstance(each, str) for each in value):
         raise _Unsure
     return isinstance(instance, str) and instance in value
 
 
-def _minimum(instance, value, node, root) -> bool:
+def _minimum(instance: Any, value: Any, node: Any, root: Any) -> bool:
     if not _is_type(instance, "number"):
         return True
     return not instance < value
 
 
-def _all_of(instance, value, node, root) -> bool:
+def _all_of(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return all(_valid(instance, sub, root) for sub in value)
 
 
-def _any_of(instance, value, node, root) -> bool:
+def _any_of(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return any(_valid(instance, sub, root) for sub in value)
 
 

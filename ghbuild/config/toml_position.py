@@ -34,7 +34,8 @@ def _parts(dotted: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _inline(text: str, start: int, table: tuple[str, ...], line_no: int, found: dict) -> None:
+def _inline(text: str, start: int, table: tuple[str, ...], line_no: int,
+            found: dict[tuple[str, ...], tuple[int, int]]) -> None:
     """The keys of an inline table `{ a = 1, b = { c = 2 } }` that starts at text[start] == '{'."""
     stack = [table]
     pos = start + 1

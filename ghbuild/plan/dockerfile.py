@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -28,10 +29,10 @@ class Stage(NamedTuple):
         return self.name or f"stage-{self.number}"
 
 
-def instructions(text: str):
+def instructions(text: str) -> Iterator[tuple[int, int, str]]:
     """(first line, last line, instruction) per instruction: 0-based physical lines, continuations joined.
     Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does)."""
-    buffer, first = "", None
+    buffer, first = "", None   # first: the line the instruction being joined began on
     for number, raw in enumerate(text.splitlines()):
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
@@ -42,11 +43,11 @@ def instructions(text: str):
             continue
         yield first, number, buffer + raw
         buffer, first = "", None
-    if buffer:
+    if buffer and first is not None:   # a continuation at the end of the file (buffer implies first)
         yield first, number, buffer
 
 
-def _logical_lines(text: str):
+def _logical_lines(text: str) -> Iterator[str]:
     for _, _, line in instructions(text):
         yield line
 
