@@ -22,6 +22,14 @@ OK_HEAD = ("< HTTP/1.1 200 OK\n< content-type: application/vnd.oci.image.index.v
            "< docker-content-digest: sha256:" + "a" * 64 + "\n< content-length: 10")
 
 
+def challenged(token_answer: str, token_auth: str | None = None) -> str:
+    """The anonymous HEAD of alpine:3.20 challenged, then the token request answered with `token_answer` (it
+    carries `token_auth` as its Authorization when given)."""
+    sent = f"\n> Authorization: {token_auth}" if token_auth else ""
+    return (f"> {HEAD_ALPINE}\n> Authorization: -\n< HTTP/1.1 401 Unauthorized\n< {HUB_CHALLENGE}\n---\n"
+            f"> {TOKEN_URL}{sent}\n{token_answer}")
+
+
 def registry(host: str = "docker.io", credentials: Credentials | None = None) -> tuple[Registry, list[float]]:
     waits: list[float] = []
     return Registry(host, credentials, sleep=waits.append, log=lambda message: None), waits
@@ -68,24 +76,13 @@ def test_a_token_is_not_used_once_it_is_about_to_expire(monkeypatch):
              '< {"token":"T%d","expires_in":60,"issued_at":"2026-12-04T18:00:00Z"}')
     reg, _ = registry()
     wire = replaying(reg.session, parse(f"""
-> {HEAD_ALPINE}
-< HTTP/1.1 401 Unauthorized
-< {HUB_CHALLENGE}
----
-> {TOKEN_URL}
-{token % 1}
+{challenged(token % 1)}
 ---
 > {HEAD_ALPINE}
 > Authorization: Bearer T1
 {OK_HEAD}
 ---
-> {HEAD_ALPINE}
-> Authorization: -
-< HTTP/1.1 401 Unauthorized
-< {HUB_CHALLENGE}
----
-> {TOKEN_URL}
-{token % 2}
+{challenged(token % 2)}
 ---
 > {HEAD_ALPINE}
 > Authorization: Bearer T2
@@ -140,18 +137,9 @@ def test_a_401_after_a_fresh_token_is_one_auth_error_naming_the_request():
 @pytest.mark.parametrize("status", ["401 Unauthorized", "403 Forbidden"])
 def test_a_token_server_refusing_the_credentials_is_an_auth_error(status):
     reg, _ = registry(credentials=Credentials("ci", "wrong"))
-    wire = replaying(reg.session, parse(f"""
-> {HEAD_ALPINE}
-< HTTP/1.1 401 Unauthorized
-< {HUB_CHALLENGE}
----
-> {TOKEN_URL}
-> Authorization: Basic Y2k6d3Jvbmc=
-< HTTP/1.1 {status}
-< content-type: application/json
-<
-< {{"details":"incorrect username or password"}}
-"""))
+    refused = (f"< HTTP/1.1 {status}\n< content-type: application/json\n<\n"
+               '< {"details":"incorrect username or password"}')
+    wire = replaying(reg.session, parse(challenged(refused, token_auth="Basic Y2k6d3Jvbmc=")))
     with pytest.raises(AuthError, match=rf"token server https://auth.docker.io/token refused the credentials "
                                         rf"\({status[:3]}\)"):
         reg.resolve("alpine", "3.20")
@@ -245,16 +233,7 @@ def test_a_streamed_upload_refused_mid_way_is_never_sent_again():
 
 def test_a_token_server_answering_without_a_token_is_a_registry_error():
     reg, _ = registry()
-    wire = replaying(reg.session, parse(f"""
-> {HEAD_ALPINE}
-< HTTP/1.1 401 Unauthorized
-< {HUB_CHALLENGE}
----
-> {TOKEN_URL}
-< HTTP/1.1 200 OK
-<
-< {{"expires_in":300}}
-"""))
+    wire = replaying(reg.session, parse(challenged('< HTTP/1.1 200 OK\n<\n< {"expires_in":300}')))
     with pytest.raises(RegistryError, match="token server answered without a token"):
         reg.resolve("alpine", "3.20")
     wire.done()
