@@ -10,9 +10,12 @@ builds set it to the epoch) is kept.
 from __future__ import annotations
 
 import json
+import queue
 import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
 from ghbuild.registry.client import Registry
@@ -21,33 +24,104 @@ from ghbuild.retention.backend import DeletesDigests
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
 _EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=UTC)   # a `created` before this is not a real time
+T = TypeVar("T")
+
+
+READERS = 8   # manifests and configs read side by side: a listing of thousands of tags is that many round trips
 
 
 class OciBackend(DeletesDigests):
     """The delete loop's view of one repository on a plain registry (a Backend[DigestDeletion]): tags listed
     with their manifests, manifests deleted by digest. `pattern`: the per-commit tags (only their times are
-    read)."""
+    read).
+
+    The listing reads in rounds, each side by side on up to `readers` clients of their own (a client's HTTP
+    session serves one thread; each heeds 429 and Retry-After through its retry policy): every tag's manifest,
+    then the children of the indexes found (level by level), then the configs whose `created` is a tag's time.
+    Manifests and configs are content-addressed, so each digest is read once per run; the listing again before
+    each delete reads only the tags."""
 
     name = "registry"
     unit = "manifest(s)"
 
-    def __init__(self, reg: Registry, repository: str, path: str, pattern: re.Pattern[str], pace: float = 0.5):
+    def __init__(self, reg: Registry, repository: str, path: str, pattern: re.Pattern[str], pace: float = 0.5,
+                 readers: int = READERS):
         self.reg, self.repository, self.path, self.pattern = reg, repository, path, pattern
-        self.pace = pace
+        self.pace, self.readers = pace, readers
         self.manifests: dict[str, Manifest | None] = {}
+        self.configs: dict[str, datetime | None] = {}    # config digest -> its real `created`, or None
         self.created: dict[str, datetime | None] = {}
         self.dangling: dict[str, str] = {}      # missing manifest -> the index that refers to it
         self._listed = 0
+        self._idle: queue.SimpleQueue[Registry] = queue.SimpleQueue()
+
+    # ----- reading side by side
+
+    def _read_all(self, read: Callable[[Registry, str], T], keys: Sequence[str]) -> list[T]:
+        """read(client, key) for every key, up to `readers` at once, in the order of `keys`. The first error
+        is raised once every read has ended (a partial listing is never used)."""
+        if self.readers <= 1 or len(keys) <= 1:
+            return [read(self.reg, key) for key in keys]
+
+        def borrowed(key: str) -> T:
+            try:
+                client = self._idle.get_nowait()
+            except queue.Empty:
+                client = self.reg.clone()
+            try:
+                return read(client, key)
+            finally:
+                self._idle.put(client)
+
+        with ThreadPoolExecutor(max_workers=min(self.readers, len(keys)),
+                                thread_name_prefix="ghbuild-prune") as pool:
+            return list(pool.map(borrowed, keys))
+
+    def _read_manifest(self, client: Registry, ref: str) -> Manifest | None:
+        """A manifest by tag or digest; None when the registry has no such manifest (deleted since the listing)."""
+        try:
+            return client.get_manifest(self.path, ref)
+        except RegistryError as exc:
+            if "HTTP 404" not in str(exc):
+                raise
+            return None
+
+    def _read_created(self, client: Registry, digest: str) -> datetime | None:
+        try:
+            config = json.loads(client.read_blob(self.path, digest))
+        except ValueError:
+            return None
+        when = parse_time(config.get("created")) if isinstance(config, dict) else None
+        return when if when is not None and when >= _EPOCH_FLOOR else None
+
+    def _read_below(self, found: Iterable[Manifest | None]) -> None:
+        """Every manifest the indexes in `found` refer to, to any depth, into the cache."""
+        level = [m for m in found if m is not None]
+        while level:
+            wanted = sorted({c.digest for m in level if m.is_index for c in m.children()} - set(self.manifests))
+            read = self._read_all(self._read_manifest, wanted)
+            self.manifests.update(zip(wanted, read, strict=True))
+            level = [m for m in read if m is not None]
+
+    def _read_configs(self, timed: Iterable[Manifest]) -> None:
+        """The configs of the images whose `created` is a tag's time (an index: its children's), into the cache."""
+        wanted: set[str] = set()
+        for manifest in timed:
+            images = [self.manifests.get(c.digest) for c in manifest.platforms().values()] if manifest.is_index \
+                else [manifest]
+            for image in images:
+                digest = _config_digest(image) if image is not None and not image.is_index else None
+                if digest and digest not in self.configs:
+                    wanted.add(digest)
+        ordered = sorted(wanted)
+        self.configs.update(zip(ordered, self._read_all(self._read_created, ordered), strict=True))
+
+    # ----- what the loop asks
 
     def _manifest(self, digest: str) -> Manifest | None:
         """A manifest by digest (content-addressed: read once); None when the registry has no such manifest."""
         if digest not in self.manifests:
-            try:
-                self.manifests[digest] = self.reg.get_manifest(self.path, digest)
-            except RegistryError as exc:
-                if "HTTP 404" not in str(exc):
-                    raise
-                self.manifests[digest] = None
+            self.manifests[digest] = self._read_manifest(self.reg, digest)
         return self.manifests[digest]
 
     def _children(self, digest: str) -> tuple[str, ...]:
@@ -61,12 +135,12 @@ class OciBackend(DeletesDigests):
         return kids
 
     def _config_created(self, manifest: Manifest) -> datetime | None:
-        try:
-            config = json.loads(self.reg.read_blob(self.path, manifest.data["config"]["digest"]))
-        except (KeyError, TypeError, ValueError):
+        digest = _config_digest(manifest)
+        if digest is None:
             return None
-        when = parse_time(config.get("created")) if isinstance(config, dict) else None
-        return when if when is not None and when >= _EPOCH_FLOOR else None
+        if digest not in self.configs:
+            self.configs[digest] = self._read_created(self.reg, digest)
+        return self.configs[digest]
 
     def _time_of(self, manifest: Manifest) -> datetime | None:
         """An image's `created`; an index's newest child's (None unless every child has one)."""
@@ -84,15 +158,17 @@ class OciBackend(DeletesDigests):
 
     def list_tags(self) -> list[TagInfo]:
         try:
+            names = self.reg.list_tags(self.path)
+            by_tag = dict(zip(names, self._read_all(self._read_manifest, names), strict=True))
+            for manifest in by_tag.values():
+                if manifest is not None:
+                    self.manifests[manifest.digest] = manifest
+            self._read_below(by_tag.values())
+            self._read_configs(m for name, m in by_tag.items() if m is not None and self.pattern.fullmatch(name))
             tags: list[TagInfo] = []
-            for name in self.reg.list_tags(self.path):
-                try:
-                    manifest = self.reg.get_manifest(self.path, name)
-                except RegistryError as exc:
-                    if "HTTP 404" in str(exc):   # deleted since the listing
-                        continue
-                    raise
-                self.manifests[manifest.digest] = manifest
+            for name, manifest in by_tag.items():
+                if manifest is None:     # deleted since the listing
+                    continue
                 kids = descendants(manifest.digest, self._children) if manifest.is_index else ()
                 pushed = self._time_of(manifest) if self.pattern.fullmatch(name) else None
                 tags.append(TagInfo(name, manifest.digest, pushed, kids))
@@ -130,3 +206,11 @@ class OciBackend(DeletesDigests):
             unsupported = "405" in str(exc) or "UNSUPPORTED" in str(exc)
             hint = " (is storage.delete.enabled set on the registry?)" if unsupported else ""
             raise PruneError(f"{exc}{hint}") from None
+
+
+def _config_digest(image: Manifest) -> str | None:
+    try:
+        digest = image.data["config"]["digest"]
+    except (KeyError, TypeError):
+        return None
+    return digest if isinstance(digest, str) else None
