@@ -237,3 +237,95 @@ def test_a_token_server_answering_without_a_token_is_a_registry_error():
     with pytest.raises(RegistryError, match="token server answered without a token"):
         reg.resolve("alpine", "3.20")
     wire.done()
+
+
+# ----- recorded live from a distribution registry with htpasswd auth (tests/exchanges/recorded_basic_*.http)
+
+LIVE = "127.0.0.1:5000"
+LIVE_CREDENTIALS = Credentials("ghbuild", "recorded-password")
+LIVE_DIGEST = "sha256:8cac139af4d50a74e5e702d0d848e958eacb66b6e4ac907d66facebfaf810148"
+LIVE_UPLOAD = ("http://127.0.0.1:5000/v2/ghbuild/replay/blobs/uploads/10bba35b-3d01-4b50-ab5e-747fb19732ec?_state="
+               "_pdi4hmsFxnR6AYxuxxRETaST-Q0Ab87sco-RHUR4rB7Ik5hbWUiOiJnaGJ1aWxkL3JlcGxheSIsIlVVSUQiOiIxMGJiYTM1Yi0zZ"
+               "DAxLTRiNTAtYWI1ZS03NDdmYjE5NzMyZWMiLCJPZmZzZXQiOjAsIlN0YXJ0ZWRBdCI6IjIwMjYtMTItMDRUMTk6MDU6MDIuODg2MT"
+               "E4MjcxWiJ9")
+
+
+def live_registry(credentials: Credentials | None = LIVE_CREDENTIALS) -> tuple[Registry, list[float], list[str]]:
+    waits: list[float] = []
+    logs: list[str] = []
+    return Registry(LIVE, credentials, sleep=waits.append, log=logs.append), waits, logs
+
+
+def test_recorded_basic_challenge_is_answered_once_then_the_credentials_go_at_once():
+    reg, waits, _ = live_registry()
+    get = load("recorded_basic_get_manifest.http")
+    wire = replaying(reg.session, [*get, get[1]])
+    assert reg.get_manifest("ghbuild/replay", "1").digest == LIVE_DIGEST
+    assert reg.get_manifest("ghbuild/replay", "1").digest == LIVE_DIGEST     # one request: Basic sent at once
+    wire.done()
+    assert [s.headers.get("authorization") for s in wire.sent] == [None, *[LIVE_CREDENTIALS.basic()] * 2]
+    assert reg.auth.scheme == "basic" and waits == []
+
+
+def test_recorded_basic_challenge_to_an_anonymous_client_is_the_401_not_a_retry():
+    reg, waits, _ = live_registry(credentials=None)
+    wire = replaying(reg.session, load("recorded_basic_get_manifest.http")[:1])
+    with pytest.raises(AuthError, match=r"^GET manifest ghbuild/replay:1: HTTP 401 UNAUTHORIZED: authentication "
+                                        r"required$"):
+        reg.get_manifest("ghbuild/replay", "1")
+    wire.done()
+    assert waits == []
+
+
+def test_recorded_wrong_password_is_sent_once_and_is_one_auth_error():
+    reg, waits, _ = live_registry(Credentials("ghbuild", "wrong-password"))
+    wire = replaying(reg.session, load("recorded_basic_wrong_password.http"))
+    with pytest.raises(AuthError, match=r"^GET manifest ghbuild/replay:1: HTTP 401 UNAUTHORIZED"):
+        reg.get_manifest("ghbuild/replay", "1")
+    wire.done()                      # the challenge answered once: no third request
+    assert waits == []
+
+
+def test_recorded_head_challenge_without_a_body_then_the_descriptor():
+    reg, waits, _ = live_registry()
+    wire = replaying(reg.session, load("recorded_basic_head_manifest.http"))
+    desc = reg.resolve("ghbuild/replay", "1")
+    wire.done()
+    assert desc is not None
+    assert (desc.media_type, desc.digest, desc.size) == ("application/vnd.oci.image.manifest.v1+json", LIVE_DIGEST,
+                                                         259)
+    assert waits == []
+
+
+def test_recorded_manifest_unknown_with_credentials_is_a_confirmed_miss():
+    reg, _, _ = live_registry()
+    reg.auth.scheme = "basic"        # learnt from an earlier challenge
+    wire = replaying(reg.session, load("recorded_basic_manifest_unknown.http"))
+    assert reg.find_manifest("ghbuild/replay", "2") is None
+    wire.done()
+
+
+def test_recorded_streamed_upload_refused_is_restarted_with_a_new_body_never_the_spent_one():
+    """The PATCH went out before the registry's scheme was known: 401 Basic. The streamed body is not sent again
+    by the auth layer; the retry restarts with a fresh stream and the credentials, then commits with PUT."""
+    from ghbuild.registry.manifest import Descriptor
+
+    reg, waits, logs = live_registry()
+    wire = replaying(reg.session, load("recorded_basic_blob_upload.http")[1:])     # the POST opened LIVE_UPLOAD
+    desc = Descriptor("application/octet-stream", "sha256:" + hashlib.sha256(b"hello").hexdigest(), 5)
+    streams: list[list[bytes]] = []
+
+    def stream():
+        taken: list[bytes] = []
+        streams.append(taken)
+        for part in (b"hel", b"lo"):
+            taken.append(part)
+            yield part
+
+    reg.retry(lambda: reg._patch_and_commit("ghbuild/replay", desc, stream(), LIVE_UPLOAD), "copy blob")
+    wire.done()
+    assert [(s.method, s.headers.get("authorization"), s.body) for s in wire.sent] == [
+        ("PATCH", None, b"hello"), ("PATCH", LIVE_CREDENTIALS.basic(), b"hello"),
+        ("PUT", LIVE_CREDENTIALS.basic(), None)]
+    assert streams == [[b"hel", b"lo"], [b"hel", b"lo"]]     # two streams, each read once
+    assert waits == [2.0] and "401 during a streamed upload" in logs[0]
