@@ -144,3 +144,18 @@ def test_the_listing_before_each_delete_reads_only_the_tags_again():
                    log=lambda message: None, sleep=lambda seconds: None)
     assert result.ok and len(result.deleted) == 9      # 3 commits: an index and its two images each
     assert all(reg.reads[key] == 1 for key in reg.reads if key.startswith("sha256:"))
+
+
+def test_ghcr_reads_what_its_indexes_refer_to_side_by_side_each_once():
+    from ghbuild.retention.ghcr import GhcrClient
+
+    reg = repository(12, delay=0.002)
+    indexes = [reg.tags[f"nightly-{n:040x}"] for n in range(12)]
+    serial = GhcrClient("https://api.github.com", token="t", owner="acme", package="app", registry=reg, readers=1)
+    parallel = GhcrClient("https://api.github.com", token="t", owner="acme", package="app", registry=reg, readers=4)
+    parallel.read_children(indexes)
+    assert 1 < reg.most <= 4
+    reads = Counter(reg.reads)
+    assert all(count == 1 for count in reads.values()) and len(reads) == 12 * 3    # indexes and their images
+    assert [parallel.children(d) for d in indexes] == [serial.children(d) for d in indexes]
+    assert all(len(parallel.children(d)) == 2 for d in indexes)

@@ -8,8 +8,8 @@ them. The children are read from the registry (the index manifest), so that look
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, Self
 from urllib.parse import quote
 
 from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
@@ -20,6 +20,7 @@ from ghbuild.http.session import Session
 from ghbuild.registry.client import Registry, RegistryFactory
 from ghbuild.registry.credentials import GHCR_HOST, ghcr_credentials
 from ghbuild.registry.manifest import Manifest
+from ghbuild.registry.readers import DEFAULT_READERS, Readers
 from ghbuild.retention.api import ApiClient
 from ghbuild.retention.backend import DeletesDigests
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
@@ -32,6 +33,8 @@ class ManifestSource(Protocol):
     """Where the GHCR backend reads index manifests (their children are untagged versions)."""
 
     def get_manifest(self, repo: str, ref: str) -> Manifest: ...
+
+    def clone(self) -> Self: ...     # a client of its own for each reader (ghbuild.registry.readers)
 
 
 class GhcrClient(ApiClient):
@@ -50,7 +53,8 @@ class GhcrClient(ApiClient):
                  package: str | None = None, owner_type: str | None = None, *,
                  registry: ManifestSource | None = None, registry_repo: str | None = None,
                  session: Session | None = None, sleep: Callable[[float], None] = time.sleep,
-                 pace: float = 1.0, per_page: int = 100, actor: str | None = None, **kwargs: Any):
+                 pace: float = 1.0, per_page: int = 100, actor: str | None = None, readers: int = DEFAULT_READERS,
+                 **kwargs: Any):
         if not token:
             raise PruneError("GHCR: no token: pruning package versions needs GITHUB_TOKEN with packages: write "
                              "(and admin access to the package); refusing to report success without pruning")
@@ -67,6 +71,8 @@ class GhcrClient(ApiClient):
         self.registry_repo = registry_repo or f"{owner}/{package}".lower()
         self.actor = actor
         self._children: dict[str, tuple[str, ...]] = {}
+        self.readers = readers
+        self._readers: Readers[ManifestSource] | None = None
 
     def rate_limit(self, r: Response) -> RateLimit | None:
         """403 or 429 with Retry-After, or with x-ratelimit-remaining 0 (wait until x-ratelimit-reset; longer
@@ -144,14 +150,30 @@ class GhcrClient(ApiClient):
             url = nxt or None
         return versions
 
+    def _registry(self) -> ManifestSource:
+        if self.registry is None:
+            self.registry = Registry(GHCR_HOST, ghcr_credentials(self.actor or "", self._token), log=self.log,
+                                     sleep=self.sleep)
+        return self.registry
+
     def children(self, digest: str) -> tuple[str, ...]:
         """The manifests an index refers to, read from the registry; () for an image or a missing manifest."""
-        if digest in self._children:
-            return self._children[digest]
-        reg = self.registry
-        if reg is None:
-            reg = self.registry = Registry(GHCR_HOST, ghcr_credentials(self.actor or "", self._token), log=self.log,
-                                           sleep=self.sleep)
+        if digest not in self._children:
+            self._children[digest] = self._read_children(self._registry(), digest)
+        return self._children[digest]
+
+    def read_children(self, digests: Iterable[str]) -> None:
+        """What every index among `digests` refers to, to any depth, read side by side (up to `readers` at once)
+        into the cache `children` answers from: a package of thousands of tags is that many manifest reads."""
+        if self._readers is None:
+            self._readers = Readers(self._registry(), self.readers)
+        level = sorted(set(digests) - set(self._children))
+        while level:
+            kids = self._readers.map(self._read_children, level)
+            self._children.update(zip(level, kids, strict=True))
+            level = sorted({kid for found in kids for kid in found} - set(self._children))
+
+    def _read_children(self, reg: ManifestSource, digest: str) -> tuple[str, ...]:
         try:
             manifest = reg.get_manifest(self.registry_repo, digest)
         except AuthError as exc:
@@ -159,13 +181,10 @@ class GhcrClient(ApiClient):
                 from None
         except RegistryError as exc:
             if "HTTP 404" in str(exc):
-                self._children[digest] = ()
                 return ()
             raise PruneError(self.scrub(f"reading {self.registry_repo}@{digest[:19]} from the registry "
                                         f"(needed to know what a kept index refers to): {exc}")) from None
-        kids = tuple(c.digest for c in manifest.children()) if manifest.is_index else ()
-        self._children[digest] = kids
-        return kids
+        return tuple(c.digest for c in manifest.children()) if manifest.is_index else ()
 
     def delete_version(self, version_id: int | str) -> bool:
         """DELETE one version. True: deleted; False: already gone (404)."""
@@ -187,7 +206,7 @@ def ghcr_tag_infos(versions: Sequence[Mapping[str, Any]],
     is the digest)."""
     out = []
     for v in versions:
-        tags = ((v.get("metadata") or {}).get("container") or {}).get("tags") or []
+        tags = _tags_of(v)
         if not tags or not v.get("name"):
             continue
         pushed = parse_time(v.get("updated_at")) or parse_time(v.get("created_at"))
@@ -211,6 +230,7 @@ class GhcrBackend(DeletesDigests):
 
     def list_tags(self) -> list[TagInfo]:
         versions = self.client.list_versions()
+        self.client.read_children(str(v["name"]) for v in versions if v.get("name") and _tags_of(v))
         self.versions = {str(v["name"]): v for v in versions if v.get("name")}
         self._listed = len(versions)
         return ghcr_tag_infos(versions, self.client.children)
@@ -256,3 +276,7 @@ def backend(repository: str, path: str, env: Mapping[str, str], api: str | None 
 
 def api_url(api: str | None, env: Mapping[str, str]) -> str:
     return api or env.get("GITHUB_API_URL") or DEFAULT_GITHUB_API
+
+
+def _tags_of(version: Mapping[str, Any]) -> list[Any]:
+    return ((version.get("metadata") or {}).get("container") or {}).get("tags") or []

@@ -10,24 +10,19 @@ builds set it to the epoch) is kept.
 from __future__ import annotations
 
 import json
-import queue
 import re
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
 from ghbuild.registry.client import Registry
 from ghbuild.registry.manifest import Manifest
+from ghbuild.registry.readers import DEFAULT_READERS, Readers
 from ghbuild.retention.backend import DeletesDigests
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
 
 _EPOCH_FLOOR = datetime(1970, 1, 2, tzinfo=UTC)   # a `created` before this is not a real time
-T = TypeVar("T")
-
-
-READERS = 8   # manifests and configs read side by side: a listing of thousands of tags is that many round trips
 
 
 class OciBackend(DeletesDigests):
@@ -35,47 +30,26 @@ class OciBackend(DeletesDigests):
     with their manifests, manifests deleted by digest. `pattern`: the per-commit tags (only their times are
     read).
 
-    The listing reads in rounds, each side by side on up to `readers` clients of their own (a client's HTTP
-    session serves one thread; each heeds 429 and Retry-After through its retry policy): every tag's manifest,
-    then the children of the indexes found (level by level), then the configs whose `created` is a tag's time.
-    Manifests and configs are content-addressed, so each digest is read once per run; the listing again before
-    each delete reads only the tags."""
+    The listing reads in rounds, each side by side on up to `readers` clients (ghbuild.registry.readers):
+    every tag's manifest, then the children of the indexes found (level by level), then the configs whose
+    `created` is a tag's time. Manifests and configs are content-addressed, so each digest is read once per
+    run; the listing again before each delete reads only the tags."""
 
     name = "registry"
     unit = "manifest(s)"
 
     def __init__(self, reg: Registry, repository: str, path: str, pattern: re.Pattern[str], pace: float = 0.5,
-                 readers: int = READERS):
+                 readers: int = DEFAULT_READERS):
         self.reg, self.repository, self.path, self.pattern = reg, repository, path, pattern
-        self.pace, self.readers = pace, readers
+        self.pace = pace
+        self.readers = Readers(reg, readers)
         self.manifests: dict[str, Manifest | None] = {}
         self.configs: dict[str, datetime | None] = {}    # config digest -> its real `created`, or None
         self.created: dict[str, datetime | None] = {}
         self.dangling: dict[str, str] = {}      # missing manifest -> the index that refers to it
         self._listed = 0
-        self._idle: queue.SimpleQueue[Registry] = queue.SimpleQueue()
 
     # ----- reading side by side
-
-    def _read_all(self, read: Callable[[Registry, str], T], keys: Sequence[str]) -> list[T]:
-        """read(client, key) for every key, up to `readers` at once, in the order of `keys`. The first error
-        is raised once every read has ended (a partial listing is never used)."""
-        if self.readers <= 1 or len(keys) <= 1:
-            return [read(self.reg, key) for key in keys]
-
-        def borrowed(key: str) -> T:
-            try:
-                client = self._idle.get_nowait()
-            except queue.Empty:
-                client = self.reg.clone()
-            try:
-                return read(client, key)
-            finally:
-                self._idle.put(client)
-
-        with ThreadPoolExecutor(max_workers=min(self.readers, len(keys)),
-                                thread_name_prefix="ghbuild-prune") as pool:
-            return list(pool.map(borrowed, keys))
 
     def _read_manifest(self, client: Registry, ref: str) -> Manifest | None:
         """A manifest by tag or digest; None when the registry has no such manifest (deleted since the listing)."""
@@ -99,7 +73,7 @@ class OciBackend(DeletesDigests):
         level = [m for m in found if m is not None]
         while level:
             wanted = sorted({c.digest for m in level if m.is_index for c in m.children()} - set(self.manifests))
-            read = self._read_all(self._read_manifest, wanted)
+            read = self.readers.map(self._read_manifest, wanted)
             self.manifests.update(zip(wanted, read, strict=True))
             level = [m for m in read if m is not None]
 
@@ -114,7 +88,7 @@ class OciBackend(DeletesDigests):
                 if digest and digest not in self.configs:
                     wanted.add(digest)
         ordered = sorted(wanted)
-        self.configs.update(zip(ordered, self._read_all(self._read_created, ordered), strict=True))
+        self.configs.update(zip(ordered, self.readers.map(self._read_created, ordered), strict=True))
 
     # ----- what the loop asks
 
@@ -159,7 +133,7 @@ class OciBackend(DeletesDigests):
     def list_tags(self) -> list[TagInfo]:
         try:
             names = self.reg.list_tags(self.path)
-            by_tag = dict(zip(names, self._read_all(self._read_manifest, names), strict=True))
+            by_tag = dict(zip(names, self.readers.map(self._read_manifest, names), strict=True))
             for manifest in by_tag.values():
                 if manifest is not None:
                     self.manifests[manifest.digest] = manifest
