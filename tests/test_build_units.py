@@ -197,6 +197,14 @@ def test_build_log_counts_cached_steps():
     assert (timing.steps, timing.cached, timing.seconds) == (2, 1, 12.5) and not timing.fully_cached
 
 
+def test_a_step_buildkit_reports_cached_twice_counts_once():
+    # Seen in a registry-cache rebuild: `#N CACHED` printed again for the same vertex (steps 2, cached 3).
+    log = ("#7 [cpp 1/2] WORKDIR /src\n#7 CACHED\n#8 [cpp 2/2] RUN --mount=type=cache make\n#8 CACHED\n"
+           "#7 [cpp 1/2] WORKDIR /src\n#7 CACHED\n")
+    timing = buildlog.stage_timings(log)["cpp"]
+    assert (timing.steps, timing.cached) == (2, 2) and timing.fully_cached
+
+
 # --------------------------------------------------------------------------- layers and budgets
 
 def test_layers_are_attributed_to_the_stages_of_the_chain():

@@ -35,6 +35,7 @@ def stage_timings(log_text: str) -> dict[str, StageTiming]:
     """Per Dockerfile stage: steps seen, steps CACHED, and the seconds of the steps that ran."""
     step_stage: dict[str, str] = {}
     seen: set[str] = set()
+    cached: set[str] = set()     # BuildKit may print `#N CACHED` more than once for one step: count it once
     stages: dict[str, StageTiming] = {}
     for line in log_text.split("\n"):
         line = line.rstrip()
@@ -50,7 +51,8 @@ def stage_timings(log_text: str) -> dict[str, StageTiming]:
                 timing.instructions.append(instruction[:120])
         elif match := _CACHED_RE.match(line):
             stage = step_stage.get(match.group(1))
-            if stage:
+            if stage and match.group(1) not in cached:
+                cached.add(match.group(1))
                 stages[stage].cached += 1
         elif match := _DONE_RE.match(line):
             stage = step_stage.get(match.group(1))
