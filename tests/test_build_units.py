@@ -205,6 +205,15 @@ def test_a_step_buildkit_reports_cached_twice_counts_once():
     assert (timing.steps, timing.cached) == (2, 2) and timing.fully_cached
 
 
+def test_a_run_step_printing_cached_lines_counts_no_cache_hit():
+    # A branch's RUN step prints what looks like BuildKit's lines: in the plain log they carry the step's own
+    # prefix and a timestamp, so no stage reads as cached (which would hide its compile from the audit).
+    log = ("#7 [cpp 1/2] WORKDIR /src\n#7 DONE 0.1s\n#8 [cpp 2/2] RUN make\n#8 0.512 #7 CACHED\n"
+           "#8 0.513 #8 CACHED\n#8 DONE 3.0s\n")
+    timing = buildlog.stage_timings(log)["cpp"]
+    assert (timing.steps, timing.cached) == (2, 0) and not timing.fully_cached
+
+
 # --------------------------------------------------------------------------- layers and budgets
 
 def test_layers_are_attributed_to_the_stages_of_the_chain():

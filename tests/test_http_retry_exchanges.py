@@ -48,23 +48,17 @@ def test_the_registry_gives_up_after_its_attempts_with_the_last_error():
     assert waits == [2.0, 2.0]
 
 
-def test_a_retry_after_longer_than_the_cap_is_cut_to_it_and_the_log_says_so():
-    reg, waits, logged = registry(attempts=2, delay=1.0)
-    wire = replaying(reg.session, parse(f"> {HEAD_V1}\n< HTTP/1.1 429 Too Many Requests\n< Retry-After: 3600\n---\n"
-                                        f"> {HEAD_V1}\n< HTTP/1.1 404 Not Found"))
+@pytest.mark.parametrize(("first", "waits", "said"), [
+    ("< HTTP/1.1 429 Too Many Requests\n< Retry-After: 3600", [120.0], "(asked to wait 3600s; 120s is the cap)"),
+    ("! HTTPConnectionError", [1.0], "HTTPConnectionError (replayed)"),
+], ids=["retry-after-capped", "broken-connection"])
+def test_a_capped_retry_after_and_a_broken_connection_are_retried(first, waits, said):
+    reg, slept, logged = registry(attempts=2, delay=1.0)
+    wire = replaying(reg.session, parse(f"> {HEAD_V1}\n{first}\n---\n> {HEAD_V1}\n< HTTP/1.1 404 Not Found"))
     assert reg.resolve("team/app", "v1") is None
     wire.done()
-    assert waits == [120.0]
-    assert logged[0].endswith("(asked to wait 3600s; 120s is the cap)")
-
-
-def test_a_broken_connection_is_retried_like_a_5xx():
-    reg, waits, _ = registry(attempts=2, delay=1.0)
-    wire = replaying(reg.session, parse(f"> {HEAD_V1}\n! HTTPConnectionError\n---\n"
-                                        f"> {HEAD_V1}\n< HTTP/1.1 404 Not Found"))
-    assert reg.resolve("team/app", "v1") is None
-    wire.done()
-    assert waits == [1.0]
+    assert slept == waits
+    assert said in logged[0]
 
 
 def client(**kwargs) -> tuple[RetryingClient, list[float]]:
