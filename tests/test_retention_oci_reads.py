@@ -159,3 +159,40 @@ def test_ghcr_reads_what_its_indexes_refer_to_side_by_side_each_once():
     assert all(count == 1 for count in reads.values()) and len(reads) == 12 * 3    # indexes and their images
     assert [parallel.children(d) for d in indexes] == [serial.children(d) for d in indexes]
     assert all(len(parallel.children(d)) == 2 for d in indexes)
+
+
+def annotate(reg: MemoryRegistry, index_tag: str, times: dict[str, str | None]) -> None:
+    """Re-push the index tagged `index_tag` with each entry's `created` annotation, as ghbuild publish writes it
+    (arch -> its time; None: no annotation on that entry)."""
+    raw, media_type = reg.manifests[reg.tags[index_tag]]
+    doc = json.loads(raw)
+    for entry in doc["manifests"]:
+        when = times.get(entry["platform"]["architecture"])
+        if when is not None:
+            entry["annotations"] = {"org.opencontainers.image.created": when}
+    reg.put(doc, media_type, index_tag)
+
+
+def config_reads(reg: MemoryRegistry) -> int:
+    return sum(n for key, n in reg.reads.items() if key in reg.blobs)
+
+
+def test_times_in_the_index_entries_save_every_config_read():
+    plain, annotated = repository(10), repository(10)
+    for n in range(10):
+        when = (BASE + timedelta(hours=n)).isoformat()
+        annotate(annotated, f"nightly-{n:040x}", {"amd64": when, "arm64": when})
+    from_configs, from_entries = backend(plain, readers=4).list_tags(), backend(annotated, readers=4).list_tags()
+    assert config_reads(plain) == 20 and config_reads(annotated) == 0
+    times = {t.name: t.pushed for t in from_configs}
+    assert {t.name: t.pushed for t in from_entries} == times and None not in times.values()
+
+
+def test_an_entry_without_a_usable_time_falls_back_to_its_config():
+    reg = repository(3)
+    real = (BASE + timedelta(hours=0)).isoformat()
+    annotate(reg, f"nightly-{0:040x}", {"amd64": real, "arm64": None})                  # one entry unannotated
+    annotate(reg, f"nightly-{1:040x}", {"amd64": "yesterday", "arm64": "1970-01-01T00:00:00Z"})   # unusable
+    listed = {t.name: t.pushed for t in backend(reg, readers=1).list_tags()}
+    assert config_reads(reg) == 1 + 2 + 2      # commit 0's arm64, commit 1's both, commit 2's both
+    assert all(listed[f"nightly-{n:040x}"] == BASE + timedelta(hours=n) for n in range(3))

@@ -22,6 +22,7 @@ from ghbuild.publish.plans import (
 )
 from ghbuild.publish.results import PublishResult
 from ghbuild.registry import client as registry
+from ghbuild.registry.mediatypes import ANNOTATION_CREATED
 
 LABEL_REVISION = "org.opencontainers.image.revision"
 
@@ -29,11 +30,19 @@ LABEL_REVISION = "org.opencontainers.image.revision"
 LABEL_SOURCE = "org.opencontainers.image.source"
 
 
+class _Verified(NamedTuple):
+    """A per-arch image checked against its plan, and what its index entry says of it (from its config)."""
+
+    manifest: registry.Manifest
+    platform: dict
+    created: str | None      # the config's `created`, verbatim
+
+
 def _single_arch(reg: registry.Registry, repo: str, ref: str, arch: str, plan: PublishPlan,
-                 manifest: registry.Manifest) -> tuple[registry.Manifest, dict]:
-    """The per-arch image behind a staging digest (or tag), `manifest` the one found there, and its platform,
-    verified to be `arch` (an index with one platform allowed) and, when the plan names a source, built from
-    `plan.sha` of that repository (its labels). The platform is returned so that the index entry needs no
+                 manifest: registry.Manifest) -> _Verified:
+    """The per-arch image behind a staging digest (or tag), `manifest` the one found there, verified to be
+    `arch` (an index with one platform allowed) and, when the plan names a source, built from `plan.sha` of
+    that repository (its labels). Its platform and `created` are returned so that the index entry needs no
     second config read."""
     where = f"{reg.host}/{repo}{'@' if ref.startswith('sha256:') else ':'}{ref}"
     if manifest.is_index:
@@ -57,7 +66,8 @@ def _single_arch(reg: registry.Registry, repo: str, ref: str, arch: str, plan: P
             raise PublishError(f"{where}: labelled {LABEL_REVISION}={revision!r}, {LABEL_SOURCE}={source!r}, not "
                                f"{plan.sha} of {plan.source_url}: refusing to publish an image the trusted build "
                                "did not make")
-    return manifest, platform
+    created = config.get("created")
+    return _Verified(manifest, platform, created if isinstance(created, str) and created else None)
 
 
 def present_arches(plan: PublishPlan, factory: registry.RegistryFactory) -> list[str]:
@@ -116,7 +126,7 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     p_host, p_repo = naming.split_repository(plan.publish)
     src, dst = factory(s_host), factory(p_host)
 
-    def check(source: ArchSource, reg: registry.Registry) -> tuple[registry.Manifest, dict] | None:
+    def check(source: ArchSource, reg: registry.Registry) -> _Verified | None:
         manifest = reg.find_manifest(s_repo, source.ref)
         return None if manifest is None else _single_arch(reg, s_repo, source.ref, source.arch, plan, manifest)
 
@@ -128,17 +138,19 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     for outcome in outcomes.values():
         if isinstance(outcome, BaseException):
             raise outcome
-    verified = outcomes
-    manifests = {arch: manifest for arch, (manifest, _) in verified.items()}
+    verified: dict[str, _Verified] = outcomes
+    manifests = {arch: checked.manifest for arch, checked in verified.items()}
     children = []
     for source in plan.sources:
-        manifest = manifests[source.arch]
+        manifest, platform, created = verified[source.arch]
         result.arch_digests[source.arch] = manifest.digest
         result.actions.append(f"copy {plan.staging}:{source.tag} ({manifest.digest}"
                               f"{', recorded by the trusted build' if source.digest else ''}) -> "
                               f"{plan.publish}@{manifest.digest}")
-        children.append(registry.Descriptor(manifest.media_type, manifest.digest, len(manifest.raw),
-                                            verified[source.arch][1]))
+        # The child's `created` in its entry: retention on a plain registry ranks the commit by the index alone.
+        annotations = {ANNOTATION_CREATED: created} if created else None
+        children.append(registry.Descriptor(manifest.media_type, manifest.digest, len(manifest.raw), platform,
+                                            annotations))
     raw, media_type = registry.make_index(children)
     result.index_digest = registry.sha256_digest(raw)
     result.actions.append(f"push index {plan.publish}@{result.index_digest} "

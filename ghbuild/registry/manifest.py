@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ghbuild.registry.mediatypes import INDEX_TYPES, MT_DOCKER_LIST, MT_DOCKER_MANIFEST, MT_OCI_INDEX, NON_DISTRIBUTABLE
@@ -14,11 +15,14 @@ class Descriptor(NamedTuple):
     digest: str
     size: int
     platform: dict | None = None
+    annotations: Mapping[str, str] | None = None
 
     def as_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"mediaType": self.media_type, "digest": self.digest, "size": self.size}
         if self.platform:
             d["platform"] = self.platform
+        if self.annotations:
+            d["annotations"] = dict(self.annotations)
         return d
 
 
@@ -37,7 +41,8 @@ class Manifest(NamedTuple):
 
     def children(self) -> list[Descriptor]:
         """Index entries with platforms; attestation entries (platform unknown/unknown) are kept too."""
-        return [Descriptor(m["mediaType"], m["digest"], m["size"], m.get("platform"))
+        return [Descriptor(m["mediaType"], m["digest"], m["size"], m.get("platform"),
+                           m["annotations"] if isinstance(m.get("annotations"), dict) else None)
                 for m in self.data.get("manifests", [])]
 
     def platforms(self) -> dict[str, Descriptor]:
@@ -63,10 +68,12 @@ def sha256_digest(data: bytes) -> str:
 
 
 def make_index(children: list[Descriptor]) -> tuple[bytes, str]:
-    """A manifest list for Docker schema2 children, an OCI index otherwise (never mixed)."""
+    """A manifest list for Docker schema2 children, an OCI index otherwise (never mixed). Entry annotations go
+    only into an OCI index: Docker's manifest list has no such field."""
     if not children or any(not c.platform for c in children):
         raise ValueError("every index entry needs a platform")
     docker = all(c.media_type == MT_DOCKER_MANIFEST for c in children)
     mt = MT_DOCKER_LIST if docker else MT_OCI_INDEX
-    doc = {"schemaVersion": 2, "mediaType": mt, "manifests": [c.as_json() for c in children]}
+    entries = [(c._replace(annotations=None) if docker else c).as_json() for c in children]
+    doc = {"schemaVersion": 2, "mediaType": mt, "manifests": entries}
     return json.dumps(doc, indent=3).encode(), mt

@@ -2,9 +2,11 @@
 ghbuild.registry.client.Registry.
 
 A plain registry cannot delete a single tag (only a manifest by digest, which removes every tag on it) and
-keeps no push time, so the image config's `created` field is the time (an index: its newest child), a
-digest is deleted only when no kept tag shares it, and an image without a real `created` (reproducible
-builds set it to the epoch) is kept.
+keeps no push time, so the image's creation time is the time (an index: its newest child), a digest is
+deleted only when no kept tag shares it, and an image without a real `created` (reproducible builds set it
+to the epoch) is kept. An image's creation time is its entry's `org.opencontainers.image.created` annotation
+in an index that lists it (the indexes ghbuild publishes carry it: no config read), else its config's
+`created`. Either is written by whoever may push to the repository, so neither is trusted more.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from ghbuild.errors import AuthError, PruneAbort, PruneError, RegistryError
 from ghbuild.registry.client import Registry
 from ghbuild.registry.manifest import Manifest
+from ghbuild.registry.mediatypes import ANNOTATION_CREATED
 from ghbuild.registry.readers import DEFAULT_READERS, Readers
 from ghbuild.retention.backend import DeletesDigests
 from ghbuild.retention.plan import DigestDeletion, TagInfo, descendants, iso, parse_time
@@ -31,9 +34,9 @@ class OciBackend(DeletesDigests):
     read).
 
     The listing reads in rounds, each side by side on up to `readers` clients (ghbuild.registry.readers):
-    every tag's manifest, then the children of the indexes found (level by level), then the configs whose
-    `created` is a tag's time. Manifests and configs are content-addressed, so each digest is read once per
-    run; the listing again before each delete reads only the tags."""
+    every tag's manifest, then the children of the indexes found (level by level), then the configs of the
+    images whose time no index entry gave. Manifests and configs are content-addressed, so each digest is
+    read once per run; the listing again before each delete reads only the tags."""
 
     name = "registry"
     unit = "manifest(s)"
@@ -45,6 +48,7 @@ class OciBackend(DeletesDigests):
         self.readers = Readers(reg, readers)
         self.manifests: dict[str, Manifest | None] = {}
         self.configs: dict[str, datetime | None] = {}    # config digest -> its real `created`, or None
+        self.annotated: dict[str, datetime] = {}         # image digest -> the `created` an index entry gives it
         self.created: dict[str, datetime | None] = {}
         self.dangling: dict[str, str] = {}      # missing manifest -> the index that refers to it
         self._listed = 0
@@ -77,14 +81,26 @@ class OciBackend(DeletesDigests):
             self.manifests.update(zip(wanted, read, strict=True))
             level = [m for m in read if m is not None]
 
+    def _note_entry_times(self) -> None:
+        """The times the index entries read so far give their images (the first index to give one wins)."""
+        for manifest in list(self.manifests.values()):
+            if manifest is not None and manifest.is_index:
+                for child in manifest.platforms().values():
+                    when = parse_time((child.annotations or {}).get(ANNOTATION_CREATED))
+                    if when is not None and when >= _EPOCH_FLOOR:
+                        self.annotated.setdefault(child.digest, when)
+
     def _read_configs(self, timed: Iterable[Manifest]) -> None:
-        """The configs of the images whose `created` is a tag's time (an index: its children's), into the cache."""
+        """The configs of the images whose `created` is a tag's time (an index: its children's) and that no index
+        entry gave a time, into the cache."""
         wanted: set[str] = set()
         for manifest in timed:
             images = [self.manifests.get(c.digest) for c in manifest.platforms().values()] if manifest.is_index \
                 else [manifest]
             for image in images:
-                digest = _config_digest(image) if image is not None and not image.is_index else None
+                if image is None or image.is_index or image.digest in self.annotated:
+                    continue
+                digest = _config_digest(image)
                 if digest and digest not in self.configs:
                     wanted.add(digest)
         ordered = sorted(wanted)
@@ -108,7 +124,10 @@ class OciBackend(DeletesDigests):
                 self.dangling.setdefault(kid, digest)
         return kids
 
-    def _config_created(self, manifest: Manifest) -> datetime | None:
+    def _image_created(self, manifest: Manifest) -> datetime | None:
+        """An image's time: what an index entry gives it, else its config's `created`."""
+        if manifest.digest in self.annotated:
+            return self.annotated[manifest.digest]
         digest = _config_digest(manifest)
         if digest is None:
             return None
@@ -123,11 +142,11 @@ class OciBackend(DeletesDigests):
                 times = []
                 for child in manifest.platforms().values():
                     image = self._manifest(child.digest)
-                    times.append(self._config_created(image) if image is not None and not image.is_index else None)
+                    times.append(self._image_created(image) if image is not None and not image.is_index else None)
                 known = [t for t in times if t is not None]
                 self.created[manifest.digest] = max(known) if known and len(known) == len(times) else None
             else:
-                self.created[manifest.digest] = self._config_created(manifest)
+                self.created[manifest.digest] = self._image_created(manifest)
         return self.created[manifest.digest]
 
     def list_tags(self) -> list[TagInfo]:
@@ -138,6 +157,7 @@ class OciBackend(DeletesDigests):
                 if manifest is not None:
                     self.manifests[manifest.digest] = manifest
             self._read_below(by_tag.values())
+            self._note_entry_times()
             self._read_configs(m for name, m in by_tag.items() if m is not None and self.pattern.fullmatch(name))
             tags: list[TagInfo] = []
             for name, manifest in by_tag.items():

@@ -101,6 +101,13 @@ def test_nightly_publishes_per_arch_tags_and_indexes(session, hub, staged):
         manifest = json.loads(hub.manifest(name, digest)[2])
         for blob in [manifest["config"], *manifest["layers"]]:
             assert hub.request("HEAD", f"/v2/{name}/blobs/{blob['digest']}")[0] == 200
+    # an OCI index gives each entry its image's `created` (retention on a plain registry reads no config);
+    # Docker's manifest list has no annotations
+    for entry in entries:
+        manifest = json.loads(hub.manifest(name, entry["digest"])[2])
+        created = json.loads(hub.request("GET", f"/v2/{name}/blobs/{manifest['config']['digest']}")[2])["created"]
+        oci = headers["content-type"].split(";")[0] == INDEX_TYPES[1]
+        assert entry.get("annotations") == ({"org.opencontainers.image.created": created} if oci else None)
 
     # a rerun is idempotent: nothing moves, nothing is copied
     again = publish(session, template, "--sha", sha, "--json", records=records)
