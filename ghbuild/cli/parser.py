@@ -55,6 +55,12 @@ COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
     "prune": ("Deletes old nightly-* tags (Docker Hub, GHCR, plain registries), keeping the newest commits. A dry "
               "run unless --apply: deleting is the one step that cannot be undone, so it needs saying.",
               ["ghbuild prune", "ghbuild prune --dry-run --keep 7 --json", "ghbuild prune --apply"]),
+    "cache": ("Shows the repository's GitHub Actions caches by the ref GitHub stores them under and the ghbuild "
+              "scope their BuildKit keys name (trusted, branch, pull request, merge queue), each against the cache "
+              "budget (cache.budget, GitHub's 10 GB). A dry run unless --apply, which deletes the entries of closed "
+              "pull requests and deleted branches, never the trusted or default branch's (a trusted run only). "
+              "Needs GITHUB_TOKEN: actions: read to list, actions: write to delete.",
+              ["ghbuild cache", "ghbuild cache --json", "ghbuild cache --apply"]),
     "digests": ("Collects the record files `build --record` wrote into one JSON by job id (the build workflow's "
                 "digests output) and a job summary listing every planned job, pushed or not. A missing folder is "
                 "an error; an empty one means nothing was pushed.",
@@ -186,6 +192,17 @@ def _prune(sub) -> None:
     flags.context_flags(p)
 
 
+def _cache(sub) -> None:
+    p = sub.add_parser("cache", help="the GitHub Actions cache budget: size per scope; --apply deletes closed pull "
+                                     "requests' and deleted branches' caches")
+    p.add_argument("--config", metavar="PATH", help="config file")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--apply", action="store_true", help="really delete (default: only say what would go)")
+    mode.add_argument("--dry-run", action="store_true", help="only say what would go (the default)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    flags.context_flags(p)
+
+
 def _digests(sub) -> None:
     p = sub.add_parser("digests", help="collect the records of `build --record` into one JSON (the workflow's "
                                        "'digests' output) and a job summary of every planned job")
@@ -277,8 +294,8 @@ def _diagnose(sub) -> None:
 # Every command's parser, in the order `ghbuild --help` lists them.
 PARSERS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plan": _plan, "matrix": _matrix, "build": _build, "identity": _identity, "ensure-base": _ensure_base,
-    "publish": _publish, "prune": _prune, "digests": _digests, "schema": _schema, "init": _init,
-    "overrides": _overrides, "completion": _completion, "runner-check": _runner_check,
+    "publish": _publish, "prune": _prune, "cache": _cache, "digests": _digests, "schema": _schema,
+    "init": _init, "overrides": _overrides, "completion": _completion, "runner-check": _runner_check,
     "container-flags": _container_flags, "diagnose": _diagnose,
 }
 

@@ -15,7 +15,7 @@ from ghbuild.errors import ConfigError
 ENV_PREFIX = "GHBUILD_"
 
 # Variables under these prefixes are settings: an unknown one is a typo, not something to ignore.
-_SETTING_SECTIONS = ("TRUST", "REGISTRIES", "SCCACHE", "PUBLISH", "RUNNERS", "IMAGES")
+_SETTING_SECTIONS = ("TRUST", "REGISTRIES", "SCCACHE", "PUBLISH", "RUNNERS", "IMAGES", "CACHE")
 
 
 # Build args are visible in `docker history`; names like these almost always mean a secret.
@@ -98,6 +98,11 @@ def _parse_env_value(var: str, text: str, leaf: dict[str, Any]) -> Any:
             return int(text.strip())
         except ValueError:
             raise ConfigError(f"{var}: {text!r} is not an integer") from None
+    if kind == "number":
+        try:
+            return float(text.strip())
+        except ValueError:
+            raise ConfigError(f"{var}: {text!r} is not a number") from None
     if kind == "array":
         if text.lstrip().startswith("["):
             return _json(var, text)

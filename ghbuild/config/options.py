@@ -96,6 +96,13 @@ class PublishOptions(NamedTuple):
     retention: int = 14
 
 
+class CacheOptions(NamedTuple):
+    """The GitHub Actions cache budget (`ghbuild cache`, the build job's warning)."""
+
+    budget: int = 10 * 10**9      # bytes: GitHub's default limit per repository
+    warn_share: float = 0.8       # warn when the caches hold this share of the budget; 0: no check
+
+
 class Options(NamedTuple):
     config_path: Path
     images: Mapping[str, ImageOptions]
@@ -104,6 +111,7 @@ class Options(NamedTuple):
     sccache: SccacheOptions = SccacheOptions()
     trust: TrustOptions = TrustOptions()
     publish: PublishOptions = PublishOptions()
+    cache: CacheOptions = CacheOptions()
     # Where each effective value came from, by dotted key ("images.cpu.platforms" -> "GHBUILD_...").
     sources: Mapping[str, str] = _EMPTY
     notices: tuple[str, ...] = ()       # config file keys left out (config.CHECKOUT_IGNORED), one line each

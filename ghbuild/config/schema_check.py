@@ -169,6 +169,12 @@ def _minimum(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return not instance < value
 
 
+def _maximum(instance: Any, value: Any, node: Any, root: Any) -> bool:
+    if not _is_type(instance, "number"):
+        return True
+    return not instance > value
+
+
 def _all_of(instance: Any, value: Any, node: Any, root: Any) -> bool:
     return all(_valid(instance, sub, root) for sub in value)
 
@@ -181,5 +187,5 @@ _KEYWORDS = {
     "$ref": _ref, "type": _type, "properties": _properties, "additionalProperties": _additional_properties,
     "required": _required, "propertyNames": _property_names, "minProperties": _min_properties, "items": _items,
     "minItems": _min_items, "uniqueItems": _unique_items, "minLength": _min_length, "pattern": _pattern,
-    "enum": _enum, "minimum": _minimum, "allOf": _all_of, "anyOf": _any_of,
+    "enum": _enum, "minimum": _minimum, "maximum": _maximum, "allOf": _all_of, "anyOf": _any_of,
 }

@@ -17,6 +17,7 @@ from ghbuild.config.options import (
     DEFAULT_RUNNERS,
     DEFAULT_SCCACHE_HELPER_IMAGE,
     BuildOptions,
+    CacheOptions,
     IdentityOptions,
     ImageOptions,
     Options,
@@ -46,7 +47,7 @@ def _build(data: dict[str, Any], path: Path, sources: dict[str, str], where: _Wh
     options = Options(config_path=path, images=images, registries=_registries(data.get("registries", {})),
                       build=_build_section(data.get("build", {})), sccache=_sccache(data.get("sccache", {}), where),
                       trust=_trust(data.get("trust", {}), where), publish=_publish(data.get("publish", {}), where),
-                      sources=sources)
+                      cache=_cache(data.get("cache", {}), where), sources=sources)
     _check_repositories(options, where)
     return options
 
@@ -131,6 +132,18 @@ def _publish(pub: dict[str, Any], where: _Where) -> PublishOptions:
     if publish.arch_suffixes["amd64"] == publish.arch_suffixes["arm64"]:
         raise where.error("publish.arch-suffixes", "amd64 and arm64 need different suffixes")
     return publish
+
+
+def _cache(section: dict[str, Any], where: _Where) -> CacheOptions:
+    defaults = CacheOptions()
+    budget = _size(section["budget"], "cache.budget", where) if "budget" in section else defaults.budget
+    if budget <= 0:
+        raise where.error("cache.budget", "must be more than 0 bytes")
+    share = section.get("warn-share", defaults.warn_share)
+    if not 0 <= share <= 1:    # NaN too: TOML has nan and inf, which no range check of the schema refuses
+        raise where.error("cache.warn-share", f"{share!r} is not a share from 0 to 1 (0.8: warn at 80% of "
+                                              "cache.budget; 0: no check)")
+    return CacheOptions(budget=budget, warn_share=float(share))
 
 
 def _build_section(bl: dict[str, Any]) -> BuildOptions:

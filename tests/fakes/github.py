@@ -35,6 +35,10 @@ Served (every request needs ``Authorization: Bearer <token>`` or ``token <token>
   commit) and ``GET /repos/{o}/{r}/git/ref/{heads|tags}/{name}`` (404 when there is none). Branch histories
   come from ``add_commits``, tags from ``add_tag``.
 
+- Actions caches (what ``ghbuild cache`` and the build's budget check read): the caches list (paginated with
+  ``total_count`` and a ``Link`` header), the usage, delete by id, ``pulls/{n}`` and ``branches/{branch}``; see
+  github_actions_cache.py for the details and their knobs (``add_cache``, ``add_pull``, ``delete_branch``, ...).
+
 Knobs: ``tokens`` (valid tokens), ``login`` (the user they belong to), ``set_rate_limit`` (primary
 limit: 403 with ``x-ratelimit-remaining: 0`` and ``x-ratelimit-reset`` until the reset time),
 ``secondary_rate_limit_next`` (403/429 with ``retry-after``), ``fail_next`` and the request log
@@ -55,6 +59,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .dockerhub import bearer_token, utc
+from .github_actions_cache import ActionsCacheRoutes
 from .httpserver import FakeServer, Request, Response
 from .oci import INDEX_TYPES, RegistryClient
 
@@ -68,7 +73,7 @@ def gh_time(when: datetime) -> str:
     return utc(when).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class GitHubFake(FakeServer):
+class GitHubFake(ActionsCacheRoutes, FakeServer):
     """GitHub's REST API for repositories, releases and container package versions.
 
     registry_url: the distribution registry holding the packages' images (None: packages 404).
@@ -134,6 +139,7 @@ class GitHubFake(FakeServer):
         self.route("GET", r"/_blobs/([0-9a-f]+)", self._blob)
         self.route("GET", rf"{repo}/compare/([^/]+)\.\.\.([^/]+)", self._compare)
         self.route("GET", rf"{repo}/git/ref/(heads|tags)/(.+)", self._git_ref)
+        self._init_actions_cache()
         self.route("GET", rf"/user/packages/container/{_SEG}/versions/?",
                    lambda req, name: self._list_versions(req, "user", self.login, name))
         self.route("GET", rf"/user/packages/container/{_SEG}/versions/(\d+)",
