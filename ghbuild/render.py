@@ -147,6 +147,15 @@ def ensure_base_summary(result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _actions_cache(cache: dict) -> str:
+    """The repository's GitHub Actions cache against its budget (ghbuild.actions_cache.budget's to_dict)."""
+    if cache.get("size") is None:
+        return f"not read: {cache.get('note')}"
+    count = cache.get("entries")
+    return (f"{format_size(cache['size'])} of {format_size(cache['budget'])} ({_rate(cache.get('share'))}), "
+            f"{count} {'entry' if count == 1 else 'entries'}")
+
+
 def build_summary(report) -> str:
     """Markdown for the job summary: digest, caches, sccache per stage and language, layers, timings."""
     lines = [f"### ghbuild: {md(report.image)} ({md(report.arch)})", ""]
@@ -164,6 +173,10 @@ def build_summary(report) -> str:
     sc = report.sccache or {}
     lines.append(f"| sccache | {md(sc.get('mode', '-'))}: {md(sc.get('hits', 0))} hits, "
                  f"{md(sc.get('misses', 0))} misses ({_rate(sc.get('hit_rate'))}) |")
+    cache = getattr(report, "actions_cache", None)
+    if cache:
+        over = " **over cache.warn-share**" if cache.get("over") else ""
+        lines.append(f"| GitHub Actions cache | {md(_actions_cache(cache))}{over} |")
     lines.append("")
     if report.cache_from or report.cache_to:
         lines += ["<details><summary>Layer caches</summary>", ""]

@@ -128,6 +128,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             for audit_build in stage_audits.values():
                 audit_build.stop()
             _clean_up_untrusted_builder(report, plan, client, builder, env)
+        _cache_budget(report, options, plan, env)
         for warning in report.warnings:
             gha.annotate("warning", warning)
         return report
@@ -317,6 +318,21 @@ def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: engine.
     failure = builders.prune_cache_mounts(client, builder, env)
     report.warnings.append("untrusted build on a self-hosted runner: its cache mounts were pruned"
                            if failure is None else f"untrusted build: pruning its cache mounts failed: {failure}")
+
+
+def _cache_budget(report: BuildReport, options: Options, plan: Plan, env: Mapping[str, str]) -> None:
+    """The repository's GitHub Actions cache against cache.budget, in GitHub Actions with the job's token: over
+    cache.warn-share a warning, unreadable a note (ghbuild.actions_cache.budget). Never fails the build."""
+    if options.cache.warn_share <= 0 or env.get("GITHUB_ACTIONS") != "true" or not env.get("GITHUB_TOKEN"):
+        return
+    from ghbuild.actions_cache import budget  # the HTTP stack: only for a build that checks
+
+    found = budget.check(options, plan.context.repository, env)
+    report.actions_cache = found.to_dict()
+    if found.warning:
+        report.warnings.append(found.warning)
+    elif found.note:
+        print(f"ghbuild: note: GitHub Actions cache usage not read: {found.note}", file=sys.stderr)
 
 
 def outputs(report: BuildReport) -> None:
