@@ -99,6 +99,8 @@ def plan_table(plan: Plan) -> str:
             lines.append(f"  cache from  {ref}")
         for ref in job.cache_to or ("(none)",):
             lines.append(f"  cache to    {ref}")
+        for mount in job.cache_mounts:
+            lines.append(f"  mount       {mount.id}: from {', '.join(mount.read) or '-'}; to {mount.write or '(none)'}")
     if not plan.jobs:
         lines.append("(no jobs: nothing selected)")
     return "\n".join(lines)
@@ -156,6 +158,29 @@ def _actions_cache(cache: dict) -> str:
             f"{count} {'entry' if count == 1 else 'entries'}")
 
 
+def _mount_step(step: dict | None) -> str:
+    """`restored 12.3 MB (4.1 MB compressed) in 0.8 s`, or the step's status."""
+    step = step or {}
+    status = str(step.get("status") or "-")
+    if status not in ("restored", "saved", "unchanged"):
+        return status
+    dropped = (f", {_count(step.get('dropped_files'))} oldest files left out "
+               f"({format_size(_count(step.get('dropped_bytes')))})" if step.get("dropped_files") else "")
+    return (f"{status} {format_size(_count(step.get('bytes')))} ({format_size(_count(step.get('blob_bytes')))} "
+            f"compressed) in {step.get('seconds', 0)} s{dropped}")
+
+
+def _mounts_summary(mounts: list[dict]) -> list[str]:
+    """The job summary's table of carried cache mounts (ghbuild.build.cachemounts' results)."""
+    if not mounts:
+        return []
+    lines = ["#### Cache mounts", "", "| mount | restored | saved |", "|---|---|---|"]
+    for mount in mounts:
+        lines.append(f"| {code(mount.get('id'))} | {md(_mount_step(mount.get('restored')))} "
+                     f"| {md(_mount_step(mount.get('saved')))} |")
+    return [*lines, ""]
+
+
 def build_summary(report) -> str:
     """Markdown for the job summary: digest, caches, sccache per stage and language, layers, timings."""
     lines = [f"### ghbuild: {md(report.image)} ({md(report.arch)})", ""]
@@ -183,6 +208,7 @@ def build_summary(report) -> str:
         lines += [f"- from {code(ref)}" for ref in report.cache_from]
         lines += [f"- to {code(ref)}" for ref in report.cache_to]
         lines += ["", "</details>", ""]
+    lines += _mounts_summary(getattr(report, "cache_mounts", None) or [])
     if report.skipped or report.warnings:
         lines += ["**Not applied / warnings**", ""]
         lines += [f"- {md(line)}" for line in [*report.skipped, *report.warnings]]
@@ -242,6 +268,9 @@ def build_text(report) -> str:
     for name, st in report.stages.items():
         if "size" in st:
             lines.append(f"    {name:<12} {format_size(st['size'])}")
+    for mount in getattr(report, "cache_mounts", None) or []:
+        lines.append(f"  mount    {mount.get('id')}: {_mount_step(mount.get('restored'))}; "
+                     f"{_mount_step(mount.get('saved'))}")
     for line in [*report.skipped, *report.warnings, *report.budget_failures]:
         lines.append(f"  note     {line}")
     return "\n".join(lines)

@@ -21,10 +21,10 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ghbuild import naming, render
-from ghbuild.build import buildcmd, builders, buildlog, engine, ghacache, layer_audit, sccache
+from ghbuild.build import buildcmd, builders, buildlog, cachemounts, engine, ghacache, layer_audit, sccache
 from ghbuild.build.buildrun import BuildRun, local_image, read_metadata
 from ghbuild.build.report import BuildReport, add_sccache_stats, buildx_metadata
-from ghbuild.config.options import ImageOptions, Options
+from ghbuild.config.options import DEFAULT_CACHE_MOUNT_IMAGE, ImageOptions, Options
 from ghbuild.errors import ConfigError, EngineError, InvalidReferenceError
 from ghbuild.github import gha
 from ghbuild.plan import dockerfile
@@ -115,10 +115,14 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
         # Stage budgets outside the final image's chain are measured by building those stages as targets, beside
         # the build: BuildKit shares their steps. Stored gzip when a mode=max cache export makes every stage's gzip
         # blobs anyway (the two exports share that work), else uncompressed: a second compression would be new work.
-        stage_audits = layer_audit.start_stage_audits(ctx, uncompressed=not command.exports_every_stage())
+        stage_audits: dict[str, Any] = {}
         try:
+            mounts = _mount_run(ctx, options, base_image, registries)    # restored before any step of the build runs
+            report.cache_mounts = cachemounts.restore(mounts, job.cache_mounts, report.warnings)
+            stage_audits = layer_audit.start_stage_audits(ctx, uncompressed=not command.exports_every_stage())
             log_text = _build(report, ctx, command, echo=request.echo)
             _push_image(report, ctx, push)
+            cachemounts.save(mounts, job.cache_mounts, report.cache_mounts, report.warnings)
             add_sccache_stats(report, decision, log_text)
             if report.image_id:
                 start = time.monotonic()
@@ -247,9 +251,7 @@ def _helper_image(options: Options, job: Job, request: BuildRequest, env: Mappin
         if registries is None:
             # The registry client (and the HTTP stack under it) only for a Dockerfile that declares the
             # helper: every other build starts without it (bench/startup.py).
-            from ghbuild.registry import client as registry
-
-            registries = registry.client_factory(env, lambda message: print(message, file=sys.stderr))
+            registries = _registries(env, None)
         return registry_lookup(registries)(ref)
 
     return sccache.helper_image(options, options.project_dir / job.dockerfile, lookup, dry_run=request.dry_run)
@@ -272,6 +274,26 @@ def _settings(plan: Plan, options: Options, job: Job, client: engine.DockerClien
                       "org.opencontainers.image.version": _version_label(plan)},
         secrets=tuple(secrets), metadata_file=workdir / "metadata.json", iidfile=workdir / "iid",
         provenance=options.build.provenance)
+
+
+def _registries(env: Mapping[str, str], registries: Callable[[str], Any] | None) -> Callable[[str], Any]:
+    if registries is not None:
+        return registries
+    from ghbuild.registry import client as registry  # the HTTP stack: only for a build that talks to a registry
+
+    return registry.client_factory(env, lambda message: print(message, file=sys.stderr))
+
+
+def _mount_run(ctx: BuildRun, options: Options, base_image: str | None,
+               registries: Callable[[str], Any] | None) -> cachemounts.MountRun | None:
+    """What the cache-mount steps need (None: the job carries no cache mount). They run in build.cache-mount-image,
+    else the build's BASE_IMAGE (already on the builder), else busybox."""
+    if not ctx.job.cache_mounts:
+        return None
+    image = options.build.cache_mount_image or base_image or DEFAULT_CACHE_MOUNT_IMAGE
+    namespace = {**ctx.job.build_args, **ctx.settings.extra_build_args}.get("BUILDKIT_CACHE_MOUNT_NS")
+    return cachemounts.MountRun(ctx.settings, ctx.job.platform, image, ctx.workdir, ctx.run_env, ctx.redact,
+                                _registries(ctx.env, registries), namespace)
 
 
 def _build(report: BuildReport, ctx: BuildRun, command: buildcmd.BuildCommand, echo: bool) -> str:

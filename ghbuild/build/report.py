@@ -38,13 +38,15 @@ class BuildReport(SimpleNamespace):
     timings: dict[str, float]
     budget_failures: list[str]
     actions_cache: dict[str, Any] | None   # the repository's GitHub Actions cache against cache.budget
+    cache_mounts: list[dict[str, Any]]     # per carried cache mount: restored and saved (bytes, seconds, ref)
 
     def __init__(self, image: str, arch: str, platform: str, backend: str, target: str | None, command: str,
                  **fields: Any) -> None:
         super().__init__(image=image, arch=arch, platform=platform, backend=backend, target=target, command=command,
                          builder=None, config_digest=None, ref=None, digest=None, image_id=None, tags=[], pushed=False,
                          cache_from=[], cache_to=[], skipped=[], warnings=[], sccache={}, layers=[], stages={},
-                         size=None, timings={}, budget_failures=[], actions_cache=None)
+                         size=None, timings={}, budget_failures=[], actions_cache=None,
+                         cache_mounts=[])
         unknown = sorted(set(fields) - set(vars(self)))
         if unknown:
             raise TypeError(f"BuildReport: unknown fields {', '.join(unknown)}")

@@ -36,6 +36,23 @@ class IdentityOptions(NamedTuple):
     prefix: str = ""
 
 
+DEFAULT_CACHE_MOUNT_SIZE = 10**9        # bytes: a cache mount's cap when it names none
+# The image the cache-mount restore and save steps run in when the build has no BASE_IMAGE (sh, tar, cp).
+DEFAULT_CACHE_MOUNT_IMAGE = "docker.io/library/busybox:1"
+
+
+class CacheMountOptions(NamedTuple):
+    """A `RUN --mount=type=cache` of the Dockerfile that ghbuild carries between runs (images.<name>.cache-mounts).
+    BuildKit finds a cache mount by its id (default: its target), uid, gid and mode: these match the Dockerfile's."""
+
+    target: str
+    id: str                         # the Dockerfile's id=, else the target
+    max_size: int = DEFAULT_CACHE_MOUNT_SIZE   # bytes of files saved; the oldest (mtime) left out above it
+    uid: int | None = None
+    gid: int | None = None
+    mode: str | None = None
+
+
 class ImageOptions(NamedTuple):
     name: str
     dockerfile: str
@@ -52,6 +69,7 @@ class ImageOptions(NamedTuple):
     stage_budgets: Mapping[str, int] = _EMPTY   # bytes per stage
     identity: IdentityOptions | None = None   # set: a content-addressed base, built by ensure-base
     base: str | None = None                   # name of the content-addressed image this one builds FROM
+    cache_mounts: tuple[CacheMountOptions, ...] = ()
 
     @property
     def arches(self) -> tuple[str, ...]:
@@ -64,6 +82,7 @@ class BuildOptions(NamedTuple):
     network: str = "host"
     provenance: bool = False
     base_image: str | None = None
+    cache_mount_image: str | None = None   # None: the build's BASE_IMAGE, else DEFAULT_CACHE_MOUNT_IMAGE
 
 
 class RegistryOptions(NamedTuple):

@@ -17,6 +17,7 @@ from ghbuild.config.options import (
     DEFAULT_RUNNERS,
     DEFAULT_SCCACHE_HELPER_IMAGE,
     BuildOptions,
+    CacheMountOptions,
     CacheOptions,
     IdentityOptions,
     ImageOptions,
@@ -92,7 +93,32 @@ def _image(name: str, img: dict[str, Any], runners_default: dict[str, tuple[str,
                        for stage, budget in img.get("stage-budgets", {}).items()},
         identity=_identity(name, img.get("identity")),
         base=img.get("base") or None,
+        cache_mounts=_cache_mounts(name, img.get("cache-mounts", []), where),
     )
+
+
+def _cache_mounts(name: str, mounts: list[dict[str, Any]], where: _Where) -> tuple[CacheMountOptions, ...]:
+    """images.<name>.cache-mounts: one entry per mount id, each with a cap above 0 bytes."""
+    found: dict[str, int] = {}
+    out = []
+    for i, mount in enumerate(mounts):
+        key = f"images.{name}.cache-mounts[{i}]"
+        target = mount["target"].rstrip("/") or "/"
+        if target == "/" or "/../" in f"{target}/" or "/./" in f"{target}/":
+            raise where.error(f"{key}.target", f"{mount['target']!r} is not a folder a cache mount can be "
+                                               "(an absolute path below /, without . or .. parts)")
+        mount_id = mount.get("id") or mount["target"]
+        if mount_id in found:
+            raise where.error(f"{key}.id", f"{mount_id!r} is also the id of cache-mounts[{found[mount_id]}] "
+                                           "(an id names one cache mount of the builder)")
+        found[mount_id] = i
+        size = _size(mount["max-size"], f"{key}.max-size", where) if "max-size" in mount else None
+        if size == 0:
+            raise where.error(f"{key}.max-size", "must be more than 0 bytes")
+        out.append(CacheMountOptions(target=mount["target"], id=mount_id, uid=mount.get("uid"),
+                                     gid=mount.get("gid"), mode=mount.get("mode"),
+                                     **({"max_size": size} if size else {})))
+    return tuple(out)
 
 
 def _sccache(sc: dict[str, Any], where: _Where) -> SccacheOptions:
@@ -149,7 +175,8 @@ def _cache(section: dict[str, Any], where: _Where) -> CacheOptions:
 def _build_section(bl: dict[str, Any]) -> BuildOptions:
     return BuildOptions(builder=bl.get("builder") or None, builder_network=bl.get("builder-network", "host"),
                         network=bl.get("network", "host"), provenance=bl.get("provenance", False),
-                        base_image=bl.get("base-image") or None)
+                        base_image=bl.get("base-image") or None,
+                        cache_mount_image=bl.get("cache-mount-image") or None)
 
 
 def _helper_image(sc: dict[str, Any], where) -> str:

@@ -18,6 +18,7 @@ from ghbuild import naming
 from ghbuild.config.options import PLATFORM_ARCH, ImageOptions, Options
 from ghbuild.errors import UsageError
 from ghbuild.github.event import PR_EVENTS, GitHubContext
+from ghbuild.plan.cachemounts import CacheMountRef, plan_mounts
 
 FALLBACK_STABLE_BRANCH = "main"
 
@@ -79,6 +80,7 @@ class Job(NamedTuple):
     base: str | None = None                 # the content-addressed image this one builds FROM
     identity_prefix: str | None = None      # set: this image is content-addressed (built by ensure-base)
     canonical_staging_repository: str | None = None
+    cache_mounts: tuple[CacheMountRef, ...] = ()   # RUN --mount=type=cache contents carried between runs
 
 
 class BaseRefs(NamedTuple):
@@ -165,6 +167,7 @@ def _job_dict(job: Job) -> dict[str, Any]:
     data["build_args"], data["labels"] = dict(job.build_args), dict(job.labels)
     for key in ("runs_on", "tags", "cache_from", "cache_to"):
         data[key] = list(data[key])
+    data["cache_mounts"] = [mount.to_dict() for mount in job.cache_mounts]
     return data
 
 
@@ -350,6 +353,10 @@ def _job(ctx: GitHubContext, options: Options, trust: Trust, image: ImageOptions
         identity_prefix=image.identity.prefix if image.identity else None,
         canonical_staging_repository=staging_template and naming.expand_repository(
             staging_template, image.name, canonical_owner),
+        cache_mounts=plan_mounts(image.cache_mounts, image=image.name, arch_suffix=suffix,
+                                 read_scopes=trust.read_scopes, canonical_scope=trust.canonical_scope,
+                                 write_scope=trust.write_scope, registry_write=trust.registry_write,
+                                 cache_repo=cache_repo or None, canonical_cache_repo=canonical_cache_repo or None),
     )
 
 

@@ -1,0 +1,141 @@
+"""The pure parts of carrying cache mounts between runs (ghbuild.build.cachemounts does the I/O): the throwaway
+Dockerfiles that put a tar into a BuildKit cache mount and take its files out, the cap (the oldest files by mtime
+left out), and the OCI artifact an entry is stored as. No I/O.
+
+BuildKit knows a cache mount by its id (the Dockerfile frontend's default: the target path) and, when the
+Dockerfile sets them, uid, gid and mode (they make the mount's base directory); sharing does not matter. So the
+restore and save steps mount exactly the id, uid, gid and mode the user's Dockerfile does, and BUILDKIT_CACHE_MOUNT_NS
+when the build passes one. They are builds of their own (a separate Dockerfile and context): the user's build
+gets no new input, so no layer cache key changes.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from ghbuild.plan.cachemounts import CacheMountRef
+
+ARTIFACT_TYPE = "application/vnd.ghbuild.cache-mount.v1"
+CONFIG_TYPE = "application/vnd.ghbuild.cache-mount.config.v1+json"
+LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
+ENTRY_FILE = "entry.tar"          # the restore context's tar (plain: the step needs no gzip)
+IN_DIR = "/ghbuild-cache-in"
+OUT_DIR = "/ghbuild-cache-out"
+# The restore step's answer in the build log: whether it filled the mount or found it filled already.
+RESTORED, KEPT = "ghbuild-cache-mount: restored", "ghbuild-cache-mount: kept"
+
+
+class FileEntry(NamedTuple):
+    """A member of a mount's tar as the cap sees it."""
+
+    name: str
+    size: int           # bytes of content (0 for folders, links)
+    mtime: float
+    is_file: bool
+    link: str | None = None     # a hard link's target member
+
+
+class Selection(NamedTuple):
+    keep: frozenset[str]
+    files: int
+    bytes: int
+    dropped_files: int
+    dropped_bytes: int
+
+
+def select_within(entries: Iterable[FileEntry], cap: int) -> Selection:
+    """The members to save: all of them when the files' bytes fit `cap`, else the oldest files (by mtime, then
+    name) left out until the rest fits, with every hard link to a left-out file. Folders and symlinks stay."""
+    entries = list(entries)
+    files = sorted((e for e in entries if e.is_file), key=lambda e: (e.mtime, e.name))
+    total = sum(e.size for e in files)
+    dropped: set[str] = set()
+    dropped_bytes = 0
+    for entry in files:
+        if total <= cap:
+            break
+        dropped.add(entry.name)
+        total -= entry.size
+        dropped_bytes += entry.size
+    keep = frozenset(e.name for e in entries if e.name not in dropped and not (e.link and e.link in dropped))
+    return Selection(keep=keep, files=len(files) - len(dropped), bytes=total, dropped_files=len(dropped),
+                     dropped_bytes=dropped_bytes)
+
+
+def mount_flag(mount: CacheMountRef, target: str | None = None) -> str:
+    """`--mount=type=cache,...` naming the same cache as the Dockerfile's mount (id, uid, gid, mode)."""
+    parts = [f"type=cache,id={mount.id},target={target or mount.target},sharing=locked"]
+    parts += [f"{key}={value}" for key, value in (("uid", mount.uid), ("gid", mount.gid), ("mode", mount.mode))
+              if value is not None]
+    return "--mount=" + ",".join(parts)
+
+
+def restore_dockerfile(mount: CacheMountRef, image: str) -> str:
+    """Extract the context's tar into the mount unless it holds files already (a warm builder keeps its own)."""
+    target = shlex.quote(mount.target)
+    return (f"FROM {image}\n"
+            f"RUN {mount_flag(mount)} --mount=type=bind,source=.,target={IN_DIR} \\\n"
+            f"    set -eu; if [ -n \"$(ls -A {target})\" ]; then echo '{KEPT}'; else "
+            f"tar -xf {IN_DIR}/{ENTRY_FILE} -C {target}; echo '{RESTORED}'; fi\n")
+
+
+def save_dockerfile(mount: CacheMountRef, image: str) -> str:
+    """Copy the mount's files into a stage of their own; `--output type=tar` then writes them (mtimes, owners
+    and modes kept) to the host. The bind mount carries the nonce that keeps the step from the layer cache."""
+    target = shlex.quote(mount.target)
+    return (f"FROM {image} AS copy\n"
+            f"RUN {mount_flag(mount)} --mount=type=bind,source=.,target={IN_DIR} \\\n"
+            f"    set -eu; mkdir -p {OUT_DIR}; cp -a {target}/. {OUT_DIR}/\n"
+            f"FROM scratch\nCOPY --from=copy {OUT_DIR}/ /\n")
+
+
+def manifest(config: bytes, config_digest: str, layer_digest: str, layer_size: int) -> bytes:
+    """The entry as an OCI artifact: ghbuild's config (what the mount held) and one tar+gzip layer."""
+    doc = {"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "artifactType": ARTIFACT_TYPE,
+           "config": {"mediaType": CONFIG_TYPE, "digest": config_digest, "size": len(config)},
+           "layers": [{"mediaType": LAYER_TYPE, "digest": layer_digest, "size": layer_size}]}
+    return json.dumps(doc, indent=2).encode()
+
+
+def config(mount: CacheMountRef, platform: str, selection: Selection) -> bytes:
+    return json.dumps({"id": mount.id, "target": mount.target, "platform": platform, "files": selection.files,
+                       "bytes": selection.bytes, "dropped_files": selection.dropped_files,
+                       "dropped_bytes": selection.dropped_bytes}, sort_keys=True).encode()
+
+
+def entry_layer(data: dict[str, Any], max_blob: int) -> tuple[str, int]:
+    """(digest, size) of an entry's layer from its manifest; ValueError says why it is not one of ghbuild's."""
+    if data.get("mediaType") not in (MANIFEST_TYPE, None) or (data.get("config") or {}).get("mediaType") != CONFIG_TYPE:
+        raise ValueError("not a ghbuild cache-mount artifact (config media type)")
+    layers = data.get("layers")
+    if not isinstance(layers, list) or len(layers) != 1 or layers[0].get("mediaType") != LAYER_TYPE:
+        raise ValueError("not one tar+gzip layer")
+    digest, size = layers[0].get("digest"), layers[0].get("size")
+    if not isinstance(digest, str) or not digest.startswith("sha256:") or not isinstance(size, int) or size < 0:
+        raise ValueError("layer descriptor without a sha256 digest and size")
+    if size > max_blob:
+        raise ValueError(f"layer of {size} bytes is over the cap ({max_blob} bytes)")
+    return digest, size
+
+
+def safe_member(name: str, kind: str, link: str | None) -> bool:
+    """A member that can only land inside the mount: a relative path without `..`, a file, folder or link whose
+    target stays inside too (no devices, fifos, absolute or escaping link targets)."""
+    parts = name.split("/")
+    if name.startswith("/") or ".." in parts or kind not in ("file", "dir", "symlink", "hardlink"):
+        return False
+    if link is None:
+        return kind in ("file", "dir")
+    if link.startswith("/"):
+        return False
+    base = parts[:-1] if kind == "symlink" else []
+    depth = len([p for p in base if p not in ("", ".")])
+    for part in link.split("/"):
+        depth += -1 if part == ".." else (0 if part in ("", ".") else 1)
+        if depth < 0:
+            return False
+    return True
