@@ -209,3 +209,12 @@ def test_the_summary_and_the_terminal_show_bytes_and_seconds_per_mount():
     assert "2 oldest files left out" in summary
     text = render.build_text(report)
     assert "  mount    /root/.cache/pip: restored 12.30 MB" in text
+
+
+def test_the_restore_steps_answer_is_read_from_its_output_not_its_command_line():
+    log = ("#6 [2/2] RUN set -eu; if ...; then echo 'ghbuild-cache-mount: kept'; else ...; "
+           "echo 'ghbuild-cache-mount: restored'; fi\n#6 0.128 ghbuild-cache-mount: restored\n#6 DONE 0.2s\n")
+    assert mountfiles.step_said(log) == mountfiles.RESTORED
+    assert mountfiles.step_said(log.replace("0.128 ghbuild-cache-mount: restored", "0.1 ghbuild-cache-mount: kept")) \
+        == mountfiles.KEPT
+    assert mountfiles.step_said(log.splitlines()[0]) is None

@@ -100,7 +100,7 @@ def _restore_one(run: MountRun, mount: CacheMountRef, index: int, warnings: list
             continue
         finally:
             (work / "entry.tar.gz").unlink(missing_ok=True)
-        kept = mountfiles.KEPT in status
+        kept = mountfiles.step_said(status) == mountfiles.KEPT
         result["restored"] = {**found, "from": ref, "seconds": round(time.monotonic() - start, 2),
                               "status": "kept (the builder had it)" if kept else "restored"}
         if kept:

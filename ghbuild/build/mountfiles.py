@@ -12,6 +12,7 @@ gets no new input, so no layer cache key changes.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -27,6 +28,17 @@ IN_DIR = "/ghbuild-cache-in"
 OUT_DIR = "/ghbuild-cache-out"
 # The restore step's answer in the build log: whether it filled the mount or found it filled already.
 RESTORED, KEPT = "ghbuild-cache-mount: restored", "ghbuild-cache-mount: kept"
+
+
+# A line the step printed, as BuildKit's plain progress shows it (`#6 0.135 ...`); the command's own text, which
+# the log shows too, never matches.
+_STEP_LINE = re.compile(rf"^#\d+ \d+(?:\.\d+)? ({re.escape(RESTORED)}|{re.escape(KEPT)})\s*$", re.M)
+
+
+def step_said(log_text: str) -> str | None:
+    """What the restore step printed (RESTORED or KEPT), from the build log; None: neither."""
+    found = _STEP_LINE.findall(log_text)
+    return found[-1] if found else None
 
 
 class FileEntry(NamedTuple):
