@@ -68,13 +68,13 @@ demo: infra-up
 	ref=$$($(PY) -c 'import json; print(json.load(open(".ghbuild/demo-report.json"))["ref"])'); \
 	echo && echo "== the pushed image runs: $$ref" && \
 	$$GHBUILD_DOCKER_CLI run --rm "$$ref" && \
-	echo && echo "== a fresh runner: docker builder prune -af and the image removed, then the same build from the registry cache" && \
+	echo && echo "== a fresh runner: docker builder prune -af and the image removed, then the same build from the registry cache (and its cache mount from the cache repository)" && \
 	$$GHBUILD_DOCKER_CLI builder prune -af > /dev/null && \
 	$$GHBUILD_DOCKER_CLI image rm -f $$($(PY) -c 'import json; print(" ".join(json.load(open(".ghbuild/demo-report.json"))["tags"]))') > /dev/null && \
 	$(VENV)/bin/ghbuild build --image cpu --arch amd64 --push --json $(DEMO_CONTEXT) \
 		> .ghbuild/demo-rebuild.json 2> .ghbuild/demo-rebuild.log; rc=$$?; \
 	if [ $$rc -ne 0 ]; then tail -n 20 .ghbuild/demo-rebuild.log; exit $$rc; fi; \
-	grep -E '^  (image|builder|layers|engine) ' .ghbuild/demo-rebuild.log && \
+	grep -E '^  (image|builder|layers|engine|mount) ' .ghbuild/demo-rebuild.log && \
 	echo && echo "== the content-addressed ROCm base (on the CPU stand-in): found by identity, or built once" && \
 	$(VENV)/bin/ghbuild identity --image rocm-base $(DEMO_CONTEXT) && \
 	base=$$($(VENV)/bin/ghbuild ensure-base --image rocm-base --quiet $(DEMO_CONTEXT) 2> .ghbuild/demo-base.log) && \
