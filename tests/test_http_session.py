@@ -470,6 +470,7 @@ def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
     """Through the registry layer: the 401 mid-upload makes it fetch a new token for each attempt."""
     from ghbuild.errors import TransientError
     from ghbuild.registry import client as registry
+    from ghbuild.registry import upload
     from ghbuild.registry.credentials import Credentials
 
     tokens, patches = [], []
@@ -506,8 +507,8 @@ def test_the_registry_refreshes_its_token_after_a_401_during_an_upload():
                                 log=lambda m: None)
         desc = registry.Descriptor("application/octet-stream", "sha256:" + "b" * 64, 8 << 20)
         with pytest.raises(TransientError, match="401 during a streamed upload"):
-            reg.retry(lambda: reg._patch_and_commit("r", desc, iter(SizedBody(8 << 20)),
-                                                     f"http://127.0.0.1:{server.port}/v2/r/blobs/uploads/1"),
+            reg.retry(lambda: upload.patch_and_commit(reg, "r", desc, iter(SizedBody(8 << 20)),
+                                                     [f"http://127.0.0.1:{server.port}/v2/r/blobs/uploads/1"]),
                        "copy blob")
         # The first attempt had no challenge to go on; the second sent a new token (not the refused one, and
         # not none: these tokens live 60 s, no longer than the freshness a streamed upload asks for).

@@ -11,6 +11,7 @@ from fakes.replay import load, parse, replaying
 
 from ghbuild.errors import AuthError, RegistryError, TransientError
 from ghbuild.registry import auth as auth_module
+from ghbuild.registry import upload
 from ghbuild.registry.client import Registry
 from ghbuild.registry.credentials import Credentials
 
@@ -322,7 +323,7 @@ def test_recorded_streamed_upload_refused_is_restarted_with_a_new_body_never_the
             taken.append(part)
             yield part
 
-    reg.retry(lambda: reg._patch_and_commit("ghbuild/replay", desc, stream(), LIVE_UPLOAD), "copy blob")
+    reg.retry(lambda: upload.patch_and_commit(reg, "ghbuild/replay", desc, stream(), [LIVE_UPLOAD]), "copy blob")
     wire.done()
     assert [(s.method, s.headers.get("authorization"), s.body) for s in wire.sent] == [
         ("PATCH", None, b"hello"), ("PATCH", LIVE_CREDENTIALS.basic(), b"hello"),

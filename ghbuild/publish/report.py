@@ -18,8 +18,17 @@ def render(result: PublishResult, kind: str = "nightly") -> str:
         s = result.stats
         lines.append(f"  bytes copied {s.get('copied_bytes', 0):,} in {s.get('copied_blobs', 0)} blobs; "
                      f"present {s.get('skipped_bytes', 0):,} in {s.get('skipped_blobs', 0)}; "
-                     f"mounted {s.get('mounted_bytes', 0):,} in {s.get('mounted_blobs', 0)}")
+                     f"mounted {s.get('mounted_bytes', 0):,} in {s.get('mounted_blobs', 0)}{_interruptions(s)}")
     return "\n".join(lines)
+
+
+def _interruptions(stats: dict) -> str:
+    """What cut uploads cost, when one was: how many resumed, how many sent again whole, the bytes sent in all."""
+    resumed, resent = stats.get("resumed_blobs", 0), stats.get("resent_blobs", 0)
+    if not resumed and not resent:
+        return ""
+    return (f"; uploads cut: {resumed} resumed, {resent} sent again whole, {stats.get('sent_bytes', 0):,} bytes "
+            f"sent in all")
 
 
 def summary(outcome: PublishRun, dry_run: bool = False) -> str:
@@ -40,7 +49,8 @@ def summary(outcome: PublishRun, dry_run: bool = False) -> str:
         if not dry_run:
             lines += ["", f"Copied {s.get('copied_bytes', 0):,} bytes in {s.get('copied_blobs', 0)} blobs; "
                           f"{s.get('skipped_bytes', 0) + s.get('mounted_bytes', 0):,} bytes were already there "
-                          f"or mounted ({s.get('skipped_blobs', 0) + s.get('mounted_blobs', 0)} blobs)."]
+                          f"or mounted ({s.get('skipped_blobs', 0) + s.get('mounted_blobs', 0)} blobs)"
+                          f"{_interruptions(s)}."]
         lines.append("")
     if outcome.github_release:
         lines.append(f"GitHub release: {md(outcome.github_release)}")

@@ -78,14 +78,15 @@ class RegistryAuth:
 
     def send(self, method: str, url: str, scopes: list[str], *, headers: Mapping[str, str] | None = None,
              data=None, stream: bool = False, replayable: bool = True,
-             fresh_for: float = 0.0) -> Response:
+             fresh_for: float = 0.0, timeout: tuple[float, float] | None = None) -> Response:
         """One request with auth: a 401 challenge is answered once (only when the body can be sent again).
-        Network failures are TransientError, settings and URLs that cannot work RegistryError."""
+        Network failures are TransientError, settings and URLs that cannot work RegistryError. `timeout`:
+        this request's (connect, read) timeouts instead of the client's."""
         hdrs = dict(headers or {})
         auth = self.ensure(scopes, fresh_for) if not replayable else self.header(scopes)
         if auth:
             hdrs["Authorization"] = auth
-        r = self._request(method, url, hdrs, data, stream)
+        r = self._request(method, url, hdrs, data, stream, timeout)
         if r.status_code != 401 or not same_origin(r.url, url):
             # A 401 from where a redirect led (blob storage) is that host's answer: its challenge would name a
             # token server of its choosing, and the registry's credentials must never go there.
@@ -100,12 +101,13 @@ class RegistryAuth:
         auth = self.header(scopes)
         if auth:
             hdrs["Authorization"] = auth
-        return self._request(method, url, hdrs, data, stream)   # a second 401: the credentials are refused
+        return self._request(method, url, hdrs, data, stream, timeout)   # a second 401: the credentials are refused
 
-    def _request(self, method: str, url: str, headers: dict[str, str], data, stream: bool) -> Response:
+    def _request(self, method: str, url: str, headers: dict[str, str], data, stream: bool,
+                 timeout: tuple[float, float] | None = None) -> Response:
         try:
             return self.session.request(method, url, headers=headers, data=data, stream=stream,
-                                        verify=self.verify, timeout=self.timeout, allow_redirects=True)
+                                        verify=self.verify, timeout=timeout or self.timeout, allow_redirects=True)
         except PermanentError as exc:
             raise RegistryError(f"{method} {url.split('?')[0]}: {exc}") from None
         except RequestException as exc:

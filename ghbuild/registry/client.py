@@ -11,8 +11,9 @@ and reuses a pull-scoped token for pushes; docker-registry-client-async is async
 token, so a cross-repository mount never gets the source's pull right.
 
 The layers, each in its own module: ghbuild.http.session (one HTTP exchange, redirects), ghbuild.registry.auth
-(challenges, scoped tokens), ghbuild.http.retry (the retry policy), this client (manifests, blobs, tags) and
-ghbuild.registry.copy (registry to registry).
+(challenges, scoped tokens), ghbuild.http.retry (the retry policy), this client (manifests, blobs, tags),
+ghbuild.registry.upload (blob upload sessions, resumed where the registry allows) and ghbuild.registry.copy
+(registry to registry).
 
 Blobs are streamed (CHUNK bytes at a time, one PATCH with Content-Length, then PUT ?digest=) and never
 pass through a Docker engine. They are not hashed on the way: the target hashes what it receives and
@@ -26,18 +27,18 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import urlencode, urljoin
 
 from ghbuild import __version__
-from ghbuild.errors import AuthError, DigestMismatch, RegistryError, TransientError
+from ghbuild.errors import DigestMismatch, RegistryError, TransientError
 from ghbuild.http.origin import is_loopback
 from ghbuild.http.response import Response
-from ghbuild.http.retry import Busy, Retrier, RetryPolicy, retry_after_seconds, transient_error
+from ghbuild.http.retry import Retrier, RetryPolicy
 from ghbuild.http.session import session_for
 from ghbuild.naming import DIGEST_RE, DOCKER_HUB_HOSTS, DOCKER_HUB_REGISTRY
-from ghbuild.registry import credentials
+from ghbuild.registry import answers, credentials, upload
 from ghbuild.registry.auth import RegistryAuth, pull_scope, push_scope
 from ghbuild.registry.copy import CHUNK as CHUNK
 from ghbuild.registry.copy import CopyStats as CopyStats
@@ -91,25 +92,8 @@ class Registry:
     def url(self, path: str) -> str:
         return f"{self.scheme}://{self.host}/v2/{path}"
 
-    @staticmethod
-    def _errors(r: Response) -> list[dict]:
-        """The distribution error list of an answer (`{"errors": [{"code": .., "message": ..}]}`), if any."""
-        try:
-            errs = r.json().get("errors") or []
-        except (ValueError, AttributeError, OSError):   # OSError: the error body itself was cut short
-            return []
-        return [e for e in errs if isinstance(e, dict)] if isinstance(errs, list) else []
-
-    @classmethod
-    def _error(cls, r: Response, what: str) -> RegistryError:
-        code = " ".join(f"{e.get('code')}: {e.get('message')}" for e in cls._errors(r))
-        text = f"{what}: HTTP {r.status_code} {code}".rstrip()
-        if r.status_code in (401, 403):
-            return AuthError(text)
-        if r.status_code == 429 or r.status_code >= 500:
-            return transient_error(text, Busy(r.status_code, retry_after_seconds(r.headers.get("Retry-After")),
-                                              rate_limited=r.status_code == 429))
-        return RegistryError(text)
+    _errors = staticmethod(answers.distribution_errors)
+    _error = staticmethod(answers.answer_error)
 
     def retry(self, fn: Callable[[], T], what: str) -> T:
         """Retry transient failures (network, 429, 5xx) `attempts` times, `delay` apart (Retry-After wins)."""
@@ -117,19 +101,7 @@ class Registry:
 
     def _location(self, r: Response) -> str:
         """Upload URL from Location: may be relative; keep our scheme when the host is ours."""
-        loc = r.headers.get("Location")
-        if not loc:
-            raise RegistryError(f"{r.request.method} {r.url}: no Location header in {r.status_code} answer")
-        u = urlsplit(urljoin(r.url, loc))
-        if u.netloc == self.host and u.scheme != self.scheme:
-            u = u._replace(scheme=self.scheme)
-        return urlunsplit(u)
-
-    @staticmethod
-    def _with_query(url: str, **params: str) -> str:
-        u = urlsplit(url)  # keep distribution's `_state` and friends, add ours
-        return urlunsplit(u._replace(query=urlencode(parse_qsl(u.query, keep_blank_values=True)
-                                                     + list(params.items()))))
+        return answers.location(r, self.host, self.scheme)
 
     # ----- manifests
 
@@ -296,11 +268,14 @@ class Registry:
 
         return self.retry(once, f"read blob {repo}@{digest[:19]}")
 
-    def open_blob(self, repo: str, digest: str) -> Response:
-        """Streaming GET (follows redirects to storage; Authorization is dropped when the origin changes)."""
+    def open_blob(self, repo: str, digest: str, offset: int = 0) -> Response:
+        """Streaming GET (follows redirects to storage; Authorization is dropped when the origin changes).
+        `offset`: from that byte on (`Range`); the answer is a 206, or a 200 with the whole blob from a source
+        that ignores ranges (the caller skips what it does not want)."""
+        headers = {"Range": f"bytes={offset}-"} if offset else None
         r = self.auth.send("GET", self.url(f"{normalize_repo(self.host, repo)}/blobs/{digest}"),
-                           pull_scope(normalize_repo(self.host, repo)), stream=True)
-        if r.status_code != 200:
+                           pull_scope(normalize_repo(self.host, repo)), headers=headers, stream=True)
+        if r.status_code != 200 and not (offset and r.status_code == 206):
             err = self._error(r, f"GET blob {repo}@{digest}")   # reads the (small) error body first
             r.close()
             raise err
@@ -324,90 +299,15 @@ class Registry:
         raise self._error(r, f"mount {digest[:19]} into {repo} from {from_repo}")
 
     def start_upload(self, repo: str) -> str:
-        r = self.auth.send("POST", self.url(f"{repo}/blobs/uploads/"), push_scope(repo),
-                           headers={"Content-Length": "0"})
-        r.close()
-        if r.status_code != 202:
-            raise self._error(r, f"POST upload {repo}")
-        return self._location(r)
+        return upload.start(self, repo)
 
-    def upload_stream(self, repo: str, desc: Descriptor, chunks: Iterable[bytes],
-                      location: str | None = None) -> None:
-        """POST (unless a mount already opened a session), one streamed PATCH, then PUT ?digest=.
-
-        The PATCH has Content-Length (size known from the descriptor) and no Content-Range: the form docker,
-        crane and containerd use, accepted by Docker Hub, GHCR and ECR (multi-PATCH "chunked" uploads
-        are where registries differ: ECR drops later chunks, GHCR caps chunk size).
-        """
-        repo = normalize_repo(self.host, repo)
-        location = location or self.start_upload(repo)
-        try:
-            self._patch_and_commit(repo, desc, chunks, location)
-        except BaseException:
-            self.cancel_upload(repo, location)  # registries purge abandoned sessions late or never
-            raise
-
-    def _patch_and_commit(self, repo: str, desc: Descriptor, chunks: Iterable[bytes], location: str) -> None:
-        body = _SizedStream(chunks, desc.size)
-        # The body cannot be replayed: make sure the token outlives the request's start.
-        r = self.auth.send("PATCH", location, push_scope(repo), data=body,
-                           headers={"Content-Type": "application/octet-stream"}, replayable=False, fresh_for=60)
-        r.close()
-        if r.status_code not in (202, 204, 201):  # spec says 202; ECR has answered 201
-            raise self._error(r, f"PATCH blob {desc.digest[:19]} to {repo}")
-        if body.overflow:
-            raise DigestMismatch(f"{desc.digest}: the source sent more than the {desc.size} bytes the manifest says")
-        if body.sent != desc.size:   # source ended early without an error: retry the whole blob
-            raise TransientError(f"{desc.digest}: streamed {body.sent} of {desc.size} bytes")
-        # No local hash: the target hashes what it received and refuses a PUT whose ?digest= differs
-        # (DIGEST_INVALID, a MUST of the distribution spec), so a second sha256 here only cost CPU that the
-        # registries on the same runner were short of (0.4 CPU s per 630 MB on the 2-core benchmark machine).
-        # The PATCH answer carries a NEW Location (distribution's _state encodes the offset): use it.
-        put_url = self._with_query(self._location(r), digest=desc.digest)
-        r = self.auth.send("PUT", put_url, push_scope(repo),
-                           headers={"Content-Length": "0", "Content-Type": "application/octet-stream"})
-        r.close()
-        if r.status_code not in (201, 204):
-            raise self._blob_commit_error(r, desc, repo)
-
-    def _blob_commit_error(self, r: Response, desc: Descriptor, repo: str) -> RegistryError:
-        """The PUT ?digest= failed: DIGEST_INVALID means the bytes we streamed do not hash to the digest."""
-        err = self._error(r, f"PUT blob {desc.digest[:19]} to {repo}")
-        if r.status_code == 400 and any(e.get("code") == "DIGEST_INVALID" for e in self._errors(r)):
-            return DigestMismatch(f"{desc.digest}: {repo} refused the streamed bytes ({err})")
-        return err
+    def upload_stream(self, repo: str, desc: Descriptor, chunks: Iterable[bytes], location: str | None = None,
+                      reopen: Callable[[int], Iterable[bytes]] | None = None) -> int:
+        """The blob into `repo` (ghbuild.registry.upload.stream): how many times a cut upload was resumed."""
+        return upload.stream(self, normalize_repo(self.host, repo), desc, chunks, location, reopen)
 
     def cancel_upload(self, repo: str, location: str) -> None:
-        """Best effort DELETE of an upload session."""
-        try:
-            self.auth.send("DELETE", location, push_scope(repo)).close()
-        except RegistryError:
-            pass
-
-
-class _SizedStream:
-    """Iterable body with a length: it goes out with Content-Length (not chunked), streamed.
-
-    Never yields more than `size` bytes (extra bytes would be read as the next request on a kept-alive
-    connection); a longer source sets `overflow` instead.
-    """
-
-    def __init__(self, chunks: Iterable[bytes], size: int):
-        self._chunks, self._size, self.sent, self.overflow = chunks, size, 0, False
-
-    def __len__(self) -> int:
-        return self._size
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._chunks:
-            room = self._size - self.sent
-            if len(chunk) > room:
-                self.overflow, chunk = True, chunk[:room]
-            if chunk:
-                self.sent += len(chunk)
-                yield chunk
-            if self.overflow:
-                return
+        upload.cancel(self, repo, location)
 
 
 RegistryFactory = Callable[[str], Registry]

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Protocol, Self, TypeVar
 
-from ghbuild.errors import DigestMismatch, RegistryError
+from ghbuild.errors import DigestMismatch, RegistryError, TransientError
 from ghbuild.http.response import Response
 from ghbuild.registry.manifest import Descriptor, Manifest
 
@@ -36,9 +36,9 @@ class Endpoint(Protocol):
     def retry(self, fn: Callable[[], T], what: str) -> T: ...
     def blob_exists(self, repo: str, digest: str) -> bool: ...
     def mount_blob(self, repo: str, digest: str, from_repo: str) -> str | None: ...
-    def open_blob(self, repo: str, digest: str) -> Response: ...
-    def upload_stream(self, repo: str, desc: Descriptor, chunks: Iterable[bytes],
-                      location: str | None = None) -> None: ...
+    def open_blob(self, repo: str, digest: str, offset: int = 0) -> Response: ...
+    def upload_stream(self, repo: str, desc: Descriptor, chunks: Iterable[bytes], location: str | None = None,
+                      reopen: Callable[[int], Iterable[bytes]] | None = None) -> int: ...
     def cancel_upload(self, repo: str, location: str) -> None: ...
     def get_manifest(self, repo: str, ref: str) -> Manifest: ...
     def resolve(self, repo: str, ref: str) -> Descriptor | None: ...
@@ -58,6 +58,9 @@ class CopyStats:
     manifests: int = 0            # pushed
     manifests_present: int = 0    # already on the target, not pushed
     tags_moved: int = 0           # tags created or pointed at a new digest
+    sent_bytes: int = 0           # blob bytes put on the wire to the target, every attempt counted
+    resumed_blobs: int = 0        # uploads cut short and resumed where the target said it held the bytes
+    resent_blobs: int = 0         # uploads cut short and sent again whole (the target could not resume)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -72,6 +75,9 @@ class CopyStats:
         self.manifests += part.manifests
         self.manifests_present += part.manifests_present
         self.tags_moved += part.tags_moved
+        self.sent_bytes += part.sent_bytes
+        self.resumed_blobs += part.resumed_blobs
+        self.resent_blobs += part.resent_blobs
 
     def skipped(self, desc: Descriptor) -> None:
         self.skipped_bytes += desc.size
@@ -87,16 +93,17 @@ class CopyStats:
 
 
 def _with_progress(chunks: Iterable[bytes], desc: Descriptor, log: Log,
-                   every: float = PROGRESS_EVERY) -> Iterator[bytes]:
-    """Pass chunks through, saying how far a long blob copy is (at most one line per `every` seconds)."""
-    sent, start = 0, time.monotonic()
-    last = start
+                   every: float = PROGRESS_EVERY, start: int = 0) -> Iterator[bytes]:
+    """Pass chunks through, saying how far a long blob copy is (at most one line per `every` seconds); `start`:
+    the offset the chunks begin at (a resumed upload)."""
+    sent, begun = start, time.monotonic()
+    last = begun
     for chunk in chunks:
         sent += len(chunk)
         yield chunk
         now = time.monotonic()
         if now - last >= every:
-            rate = sent / max(now - start, 1e-9) / 1e6
+            rate = (sent - start) / max(now - begun, 1e-9) / 1e6
             log(f"  ...    {desc.digest[:19]} {sent / 1e6:,.1f} of {desc.size / 1e6:,.1f} MB ({rate:,.1f} MB/s)")
             last = now
 
@@ -125,8 +132,22 @@ def copy_blob(src: Endpoint, src_repo: str, dst: Endpoint, dst_repo: str, desc: 
             say(f"  mount  {desc.digest[:19]} {desc.size:>12,} B (from {src_repo})")
             return
 
+    sent = 0      # of this blob, every attempt
+
+    def counted(chunks: Iterable[bytes]) -> Iterator[bytes]:
+        nonlocal sent
+        for chunk in chunks:
+            sent += len(chunk)
+            stats.sent_bytes += len(chunk)
+            yield chunk
+
+    def reopen(offset: int) -> Iterator[bytes]:
+        return counted(_with_progress(_source_from(src, src_repo, desc, offset), desc, say, start=offset))
+
     def once() -> None:
         nonlocal location
+        if sent:
+            stats.resent_blobs += 1     # an attempt that sent bytes failed: this one sends the blob whole
         resp = src.open_blob(src_repo, desc.digest)
         try:
             mismatch = _length_mismatch(resp, desc)
@@ -135,8 +156,8 @@ def copy_blob(src: Endpoint, src_repo: str, dst: Endpoint, dst_repo: str, desc: 
                     dst.cancel_upload(dst_repo, location)   # the session a refused mount opened
                 raise mismatch
             # raw.stream: the bytes as stored, never gunzipped (only identity encoding is accepted).
-            chunks = _with_progress(resp.raw.stream(CHUNK, decode_content=False), desc, say)
-            dst.upload_stream(dst_repo, desc, chunks, location)
+            chunks = counted(_with_progress(resp.raw.stream(CHUNK, decode_content=False), desc, say))
+            stats.resumed_blobs += dst.upload_stream(dst_repo, desc, chunks, location, reopen)
         except RegistryError:
             location = None  # a failed session is not reused: the retry starts a fresh upload
             raise
@@ -146,6 +167,27 @@ def copy_blob(src: Endpoint, src_repo: str, dst: Endpoint, dst_repo: str, desc: 
     dst.retry(once, f"copy blob {desc.digest[:19]}")
     stats.copied(desc)
     say(f"  copy   {desc.digest[:19]} {desc.size:>12,} B")
+
+
+def _source_from(src: Endpoint, src_repo: str, desc: Descriptor, offset: int) -> Iterator[bytes]:
+    """The source blob's bytes from `offset` on: a ranged GET, or the whole blob with the first `offset` bytes
+    skipped where the source ignores ranges (a 200). Closed when done or dropped."""
+    resp = src.open_blob(src_repo, desc.digest, offset)
+    try:
+        skip = offset
+        if resp.status_code == 206:
+            served = (resp.headers.get("Content-Range") or "").strip()
+            if not served.startswith(f"bytes {offset}-"):
+                raise TransientError(f"GET blob {desc.digest[:19]} from {offset}: the source served {served!r}")
+            skip = 0
+        for chunk in resp.raw.stream(CHUNK, decode_content=False):
+            if skip >= len(chunk):
+                skip -= len(chunk)
+                continue
+            chunk, skip = chunk[skip:], 0
+            yield chunk
+    finally:
+        resp.close()
 
 
 def serialized(log: Log) -> Log:

@@ -364,8 +364,9 @@ def test_refused_mount_uploads_through_the_session_it_opened(reg, proxy):
 
 
 def test_reset_mid_blob_upload_is_retried(reg, proxy, direct_host):
-    """The connection is reset after 64 KiB of the layer's PATCH: the session is cancelled, the blob
-    uploaded again from the start, and the copy completes with the right bytes."""
+    """The connection is reset after 64 KiB of the layer's PATCH: the registry cannot say what the session holds,
+    so the session is cancelled, the blob uploaded again from the start, and the copy completes with the right
+    bytes."""
     src_repo, dst_repo = name(), name()
     image = reg.push_image(src_repo, "v1", payload=big_payload())
     sizes = blob_sizes(reg, src_repo, image["digest"])
@@ -383,7 +384,9 @@ def test_reset_mid_blob_upload_is_retried(reg, proxy, direct_host):
     # by start time: the proxy logs the reset when its handler ends, which under load can be after the
     # client, seeing the RST, already sent its DELETE (one blob at a time: nothing else goes through it)
     after_reset = sorted((e for e in proxy.log if e.start > resets[0].start), key=lambda e: e.start)
-    assert after_reset[0].method == "DELETE" and "/blobs/uploads/" in after_reset[0].path   # session cancelled
+    # the session's status asked (distribution 2.8 cannot say what a cut session holds), then cancelled
+    assert [(e.method, "/blobs/uploads/" in e.path) for e in after_reset[:2]] == [("GET", True), ("DELETE", True)]
+    assert after_reset[0].status in (400, 404)
     assert len(dst.sleeps) == 1
     assert hashlib.sha256(reg.get_blob(dst_repo, layer)).hexdigest() == layer.split(":")[1]
     assert reg.head_manifest(dst_repo, "v1")[0] == image["digest"]
