@@ -26,6 +26,7 @@ MODES = ("read-write", "read-only", "anonymous", "local", "off")
 SECRET_ID = "ghbuild_sccache"
 HELPER_BUILD_ARG = "GHBUILD_SCCACHE_IMAGE"
 _CRED_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+ROLE_VAR = "GHBUILD_AWS_ROLE_ARN"       # a role to assume with the job's OIDC token: ghbuild.build.aws_role's
 
 
 class SccacheDecision(Sealed):
@@ -49,6 +50,13 @@ class SccacheDecision(Sealed):
         """The `ghbuild_sccache` secret: the settings, then the credentials when this run may have them."""
         text = "".join(f"{k}={v}\n" for k, v in self.settings.items())
         return text + (self.secret or "" if with_credentials else "")
+
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """The secret key and session token among the credential lines: what the build log must never show."""
+        lines = (self.secret or "").splitlines() if self.secret != "(masked)" else []
+        return tuple(value for key, _, value in (line.partition("=") for line in lines)
+                     if key in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") and value)
 
     def __repr__(self) -> str:  # never print a secret
         return (f"SccacheDecision(mode={self.mode!r}, reason={self.reason!r}, settings={self.settings!r}, "
@@ -74,10 +82,13 @@ def settings_for(options, mode: str) -> dict[str, str]:
 
 def planned(options, refusal: str | None, env: Mapping[str, str]) -> SccacheDecision:
     """The mode a build would get, without talking to S3 (`--dry-run`); the secret is never read."""
-    creds = bool(env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")) and refusal is None
+    creds = bool((env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"))
+                 or env.get(ROLE_VAR, "").strip()) and refusal is None
     mode = "off" if not options.enabled else ("local" if not options.bucket else
                                               ("read-write" if creds else "anonymous"))
-    reason = "dry run: S3 not probed" + (f"; {refusal}" if refusal and mode == "anonymous" else "")
+    reason = "dry run: S3 not probed" + (f"; {_refused(refusal, env)}" if refusal and mode == "anonymous" else "")
+    if creds and env.get(ROLE_VAR, "").strip():
+        reason += f"; the role in {ROLE_VAR} not assumed"
     return SccacheDecision(mode, reason, settings_for(options, mode),
                            "(masked)" if creds and mode == "read-write" else None)
 
@@ -96,20 +107,29 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     if not options.bucket:
         return SccacheDecision("local", "no sccache bucket configured: local disk cache (lost with the builder)",
                                settings_for(options, "local"))
+    require("boto3", "aws", "the sccache S3 check")
+    # The `aws` extra and the HTTP stack: loaded only for a real build with a bucket.
+    from ghbuild.build import aws_role, s3probe
+
     creds = {k: env.get(k, "") for k in _CRED_VARS}
+    if refusal is None:
+        # A role to assume (the job's OIDC token exchanged with STS) gives short-lived keys instead of static ones.
+        creds = aws_role.credentials(env, options.region) or creds
     have_creds = bool(creds["AWS_ACCESS_KEY_ID"] and creds["AWS_SECRET_ACCESS_KEY"])
     if refusal is not None:
         have_creds = False
-        why_no_creds = refusal
+        why_no_creds = _refused(refusal, env)
     else:
         why_no_creds = "no AWS credentials in the environment"
-
-    require("boto3", "aws", "the sccache S3 check")
-    from ghbuild.build import s3probe  # boto3: the `aws` extra, loaded only for a real build with a bucket
 
     mode, reason = s3probe.probe(options, creds if have_creds else None, why_no_creds, timeout)
     secret = "".join(f"{k}={v}\n" for k, v in creds.items() if v) if mode in ("read-only", "read-write") else None
     return SccacheDecision(mode, reason, settings_for(options, mode), secret)
+
+
+def _refused(refusal: str, env: Mapping[str, str]) -> str:
+    """Why no credentials: the refusal, and that a configured role is not assumed either (no exchange)."""
+    return refusal + (f" (the role in {ROLE_VAR} is not assumed)" if env.get(ROLE_VAR, "").strip() else "")
 
 
 # --------------------------------------------------------------------------- the helper image
