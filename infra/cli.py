@@ -174,6 +174,10 @@ def cmd_status(_args: argparse.Namespace) -> int:
     rows.append(("buildx", buildx or "MISSING", f"{DOCKER_CLI} buildx"))
     ok &= bool(buildx)
 
+    cosign = packages.cosign_version()
+    rows.append(("cosign", cosign or "MISSING", "cosign/trixie: signs and verifies published images"))
+    ok &= bool(cosign)
+
     entry = engine.binfmt_entry()
     rows.append(("binfmt", "enabled" if entry.get("enabled") else "DISABLED",
                  f"qemu-aarch64 flags {entry.get('flags:', '-')}"))

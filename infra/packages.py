@@ -17,8 +17,11 @@ APT_PACKAGES = ("debootstrap", "qemu-user-static", "binfmt-support", "docker-reg
 # and every build on GitHub goes through `docker buildx`. Only these three are taken from trixie
 # (`name/trixie`: their dependencies stay bookworm's; `-t trixie` would upgrade glibc with them).
 ENGINE_PACKAGES = ("docker.io", "docker-cli", "docker-buildx")
+# cosign (2.5) signs and verifies what ghbuild publishes; bookworm has none, trixie's installs alone.
+SIGNING_PACKAGES = ("cosign",)
+TRIXIE_PACKAGES = ENGINE_PACKAGES + SIGNING_PACKAGES
 ENGINE_SUITE = "trixie"
-ENGINE_MIN_MAJOR = {"docker.io": 26, "docker-cli": 26, "docker-buildx": 0}
+ENGINE_MIN_MAJOR = {"docker.io": 26, "docker-cli": 26, "docker-buildx": 0, "cosign": 2}
 TRIXIE_SOURCES = Path("/etc/apt/sources.list.d/ghbuild-trixie.sources")
 TRIXIE_PREF = Path("/etc/apt/preferences.d/ghbuild-trixie.pref")
 _TRIXIE_SOURCES_TEXT = (
@@ -53,7 +56,7 @@ def _major(version: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def missing_apt_packages(packages=APT_PACKAGES + APT_SUPPORT_PACKAGES + ENGINE_PACKAGES) -> list[str]:
+def missing_apt_packages(packages=APT_PACKAGES + APT_SUPPORT_PACKAGES + TRIXIE_PACKAGES) -> list[str]:
     """Packages not installed, and engine packages older than trixie's (bookworm's docker.io 20.10)."""
     installed = installed_versions(packages)
     return [p for p in packages
@@ -61,7 +64,7 @@ def missing_apt_packages(packages=APT_PACKAGES + APT_SUPPORT_PACKAGES + ENGINE_P
 
 
 def _apt_names(missing: list[str]) -> list[str]:
-    return [f"{p}/{ENGINE_SUITE}" if p in ENGINE_PACKAGES else p for p in missing]
+    return [f"{p}/{ENGINE_SUITE}" if p in TRIXIE_PACKAGES else p for p in missing]
 
 
 def ensure_trixie_source() -> bool:
@@ -80,11 +83,11 @@ def apt_env() -> dict[str, str]:
 def ensure_apt_packages() -> list[str]:
     missing = missing_apt_packages()
     if not missing:
-        info(f"apt: all present ({', '.join(APT_PACKAGES + ENGINE_PACKAGES)})")
+        info(f"apt: all present ({', '.join(APT_PACKAGES + TRIXIE_PACKAGES)})")
         return []
     if os.geteuid() != 0:
         raise InfraError("apt", f"missing {' '.join(missing)} and not running as root")
-    if any(p in ENGINE_PACKAGES for p in missing):
+    if any(p in TRIXIE_PACKAGES for p in missing):
         ensure_trixie_source()
     log = logs_dir() / "apt.log"
     info(f"apt: installing {' '.join(_apt_names(missing))} (log: {log})")
@@ -120,6 +123,18 @@ def ensure_apt_packages() -> list[str]:
         raise InfraError("apt", f"still not installed (or older than {ENGINE_SUITE}'s) after apt-get install: "
                                 f"{' '.join(still)} (log: {log})")
     return missing
+
+
+def cosign_version() -> str | None:
+    """The installed cosign package's version when `cosign version` answers, else None. Debian's build
+    reports GitVersion `devel`, so the version is dpkg's."""
+    try:
+        out = subprocess.run(["cosign", "version"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return installed_versions(SIGNING_PACKAGES).get("cosign") or "unpackaged"
 
 
 # --------------------------------------------------------------------------- python tools
