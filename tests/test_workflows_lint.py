@@ -208,11 +208,38 @@ def test_least_privilege_permissions():
                     # ghbuild's own release: the helper image, the tag, and PyPI's OIDC token.
                     allowed = {"release.yml": {"contents"},
                                "ghbuild-release.yml": {"packages", "contents", "id-token"}}.get(path.name, {"packages"})
+                    if scope == "id-token" and _oidc_allowed(path.name, job):
+                        continue
                     assert scope in allowed, f"{path.name}: job {job_id} writes {scope}"
     # The jobs that never write say so.
     build = load(GITHUB / "workflows" / "build-images.yml")["jobs"]
     assert build["plan"]["permissions"] == {"contents": "read", "packages": "read"}
     assert build["summary"]["permissions"] == {}
+
+
+def _oidc_allowed(workflow: str, job: dict) -> bool:
+    """`id-token: write` (aws-role-to-assume): in build-images.yml only a job that runs for the trusted run alone;
+    elsewhere only a call of build-images.yml, whose own jobs decide (a caller's permissions only cap them)."""
+    if workflow == "build-images.yml":
+        return "needs.plan.outputs.trusted == 'true'" in str(job.get("if", "")) \
+            and job.get("environment") == "${{ inputs.trusted-environment }}"
+    return str(job.get("uses", "")).endswith("/.github/workflows/build-images.yml")
+
+
+def test_only_the_trusted_jobs_can_have_an_oidc_token():
+    jobs = load(GITHUB / "workflows" / "build-images.yml")["jobs"]
+    with_token = {name for name, job in jobs.items() if (job.get("permissions") or {}).get("id-token")}
+    assert with_token == {"bases-trusted", "build-trusted"}
+    for name in ("bases", "build"):
+        assert "needs.plan.outputs.trusted != 'true'" in jobs[name]["if"] and "environment" not in jobs[name]
+        # The same steps, run by a job of each kind: the trusted one differs in its permissions and environment.
+        assert jobs[f"{name}-trusted"]["steps"] == jobs[name]["steps"]
+        assert _oidc_allowed("build-images.yml", jobs[f"{name}-trusted"])
+        assert not _oidc_allowed("build-images.yml", {**jobs[f"{name}-trusted"], "if": jobs[name]["if"]})
+    steps = [step for step in jobs["build"]["steps"] if step.get("id") == "build"]
+    assert steps[0]["env"]["GHBUILD_AWS_ROLE_ARN"] == "${{ inputs.aws-role-to-assume }}"
+    assert steps[0]["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
+    assert jobs["build"]["permissions"]["actions"] == "read"
 
 
 def test_no_expression_reaches_a_shell_directly():
