@@ -116,10 +116,17 @@ class BaseMismatchError(RegistryError):
 
 
 class PublishError(GhbuildError):
-    """staging image missing or mislabelled, bad version, partial release, failed tag move"""
+    """staging image missing or mislabelled, bad version, partial release, failed tag move, a signature or
+    provenance that does not verify"""
 
     exit_code = 13
     kind = "publish error"
+
+
+class VerificationError(PublishError):
+    """A signature, its signed commit and repository, or the image's provenance did not verify; signing failed."""
+
+    kind = "not verified"
 
 
 class PruneError(GhbuildError):

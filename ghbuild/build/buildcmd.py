@@ -42,7 +42,8 @@ class BuildSettings(NamedTuple):
     secrets: tuple[Secret, ...] = ()
     metadata_file: Path | None = None
     iidfile: Path | None = None
-    provenance: bool = False            # attestations turn per-arch images into indexes; off by default
+    provenance: str = "off"             # off | min | max: attestations turn per-arch images into indexes
+    sbom: str | None = None             # None: no SBOM; "": BuildKit's default generator; else the generator image
     uncompressed: bool = False          # new layers stored uncompressed (an image only read locally, never pushed)
 
 
@@ -117,7 +118,9 @@ def build_command(job: Job, settings: BuildSettings) -> BuildCommand:
         else:
             argv += ["--cache-to", _gzip(spec)]
 
-    argv += [f"--provenance={'true' if settings.provenance else 'false'}"]
+    argv += ["--provenance=false" if settings.provenance == "off" else f"--provenance=mode={settings.provenance}"]
+    if settings.sbom is not None:
+        argv += [f"--sbom=generator={settings.sbom}" if settings.sbom else "--sbom=true"]
     if settings.metadata_file:
         argv += ["--metadata-file", str(settings.metadata_file)]
     for tag in job.tags:

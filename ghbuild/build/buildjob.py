@@ -30,6 +30,7 @@ from ghbuild.github import gha
 from ghbuild.plan import dockerfile
 from ghbuild.plan.planner import Job, Plan
 from ghbuild.registry.lookup import registry_lookup
+from ghbuild.sign import policy
 
 
 class BuildRequest(NamedTuple):
@@ -274,7 +275,17 @@ def _settings(plan: Plan, options: Options, job: Job, client: engine.DockerClien
         extra_labels={"org.opencontainers.image.created": _now_iso(),
                       "org.opencontainers.image.version": _version_label(plan)},
         secrets=tuple(secrets), metadata_file=workdir / "metadata.json", iidfile=workdir / "iid",
-        provenance=options.build.provenance)
+        **_attestations(plan, options, job, push, env))
+
+
+def _attestations(plan: Plan, options: Options, job: Job, push: bool, env: Mapping[str, str]) -> dict[str, Any]:
+    """buildx's --provenance and --sbom for this job (ghbuild.sign.policy.attest_modes)."""
+    attest = options.images[job.image].attest
+    provenance, sbom = policy.attest_modes(attest.provenance, attest.sbom, attest.sbom_generator,
+                                           trusted=plan.trust.trusted, push=push,
+                                           signs=policy.signer(env).signs,
+                                           legacy_provenance=options.build.provenance)
+    return {"provenance": provenance, "sbom": sbom}
 
 
 def _registries(env: Mapping[str, str], registries: Callable[[str], Any] | None) -> Callable[[str], Any]:

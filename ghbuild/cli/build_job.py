@@ -14,6 +14,7 @@ from ghbuild.build.report import BuildReport, check_budgets
 from ghbuild.cli import planning
 from ghbuild.plan.planner import Plan
 from ghbuild.publish import records
+from ghbuild.sign import check, policy
 
 
 def run(args: argparse.Namespace, probe: engine.ClientProbe) -> tuple[Plan, BuildReport]:
@@ -37,8 +38,22 @@ def done(args: argparse.Namespace, plan: Plan, report: BuildReport) -> int:
     check_budgets(report)
     if args.record and report.digest:   # only for a build that passed every check
         job = plan.job(args.image, args.arch)
+        signature = _sign(plan, report)
         records.write(Path(args.record), {"id": job.id, "image": job.image, "arch": job.arch,
                                           "platform": job.platform, "digest": report.digest, "ref": report.ref,
-                                          "sha": plan.context.sha, "trusted": plan.trust.trusted},
+                                          "sha": plan.context.sha, "trusted": plan.trust.trusted,
+                                          "signature": signature},
                       os.environ, Path.cwd())
     return 0
+
+
+def _sign(plan: Plan, report: BuildReport) -> str:
+    """A trusted build signs the staging digest it records (publish verifies it before copying anything);
+    returns how: key, keyless, or none (untrusted, or no way to sign: said on stderr)."""
+    if not plan.trust.trusted or not report.ref:
+        return "none"
+    url = policy.source_url(plan.context.server_url, plan.trust.canonical_repository)
+    mode = check.sign_image(report.ref, url, plan.context.sha, os.environ)
+    print(f"ghbuild: signed {report.ref} ({mode})" if mode != "none"
+          else f"ghbuild: {report.ref}: {policy.signer(os.environ).reason}", file=sys.stderr)
+    return mode

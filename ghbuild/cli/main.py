@@ -24,7 +24,8 @@ from ghbuild.github import gha
 COMMANDS = {
     "plan": "plan:cmd_plan", "matrix": "plan:cmd_matrix", "build": "build:cmd_build",
     "identity": "bases:cmd_identity", "ensure-base": "bases:cmd_ensure_base", "digests": "records:cmd_digests",
-    "publish": "publish:cmd_publish", "prune": "prune:cmd_prune", "cache": "cache:cmd_cache",
+    "publish": "publish:cmd_publish", "verify": "verify:cmd_verify", "prune": "prune:cmd_prune",
+    "cache": "cache:cmd_cache",
     "schema": "schema:cmd_schema", "init": "adopt:cmd_init", "overrides": "setup:cmd_overrides",
     "completion": "setup:cmd_completion",
     "runner-check": "runner:cmd_runner_check", "container-flags": "runner:cmd_container_flags",

@@ -65,6 +65,12 @@ COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
                 "digests output) and a job summary listing every planned job, pushed or not. A missing folder is "
                 "an error; an empty one means nothing was pushed.",
                 ["ghbuild digests \"$RUNNER_TEMP/records\" --matrix \"$MATRIX\" --out digests.json"]),
+    "verify": ("Checks a published image: its cosign signature (by --key / GHBUILD_VERIFY_KEY, else keyless: a "
+               "workflow of the canonical repository through GitHub's OIDC issuer), the repository and commit it was "
+               "signed for, and that BuildKit's provenance of every platform names that commit. One line; exit 0, "
+               "or 13 saying why not.",
+               ["ghbuild verify docker.io/org/project:nightly --repository org/project",
+                "ghbuild verify ghcr.io/org/project:v0.7.0 --key cosign.pub --sha \"$SHA\""]),
     "schema": ("Prints the JSON schema of ghbuild.toml (also published at its $id, for editors).",
                ["ghbuild schema > ghbuild.schema.json"]),
     "init": ("Run at the root of a repository: writes ghbuild.toml (an image per Dockerfile found, its last stage "
@@ -212,6 +218,16 @@ def _digests(sub) -> None:
     p.add_argument("--out", metavar="FILE", help="also write the JSON to FILE (the artifact release.yml reads)")
 
 
+def _verify(sub) -> None:
+    p = sub.add_parser("verify", help="check a published image's signature and provenance")
+    p.add_argument("reference", metavar="REF", help="the image: host/repository:tag or host/repository@sha256:...")
+    p.add_argument("--key", metavar="FILE", help="cosign public key (default: GHBUILD_VERIFY_KEY; none: keyless)")
+    p.add_argument("--repository", metavar="OWNER/NAME",
+                   help="the canonical repository (default: trust.canonical-repository, else GITHUB_REPOSITORY)")
+    p.add_argument("--sha", metavar="COMMIT", help="the commit the image must have been built from")
+    p.add_argument("--config", metavar="PATH", help="config file (for trust.canonical-repository)")
+
+
 def _schema(sub) -> None:
     sub.add_parser("schema", help="print the JSON schema of the config file")
 
@@ -294,7 +310,7 @@ def _diagnose(sub) -> None:
 # Every command's parser, in the order `ghbuild --help` lists them.
 PARSERS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plan": _plan, "matrix": _matrix, "build": _build, "identity": _identity, "ensure-base": _ensure_base,
-    "publish": _publish, "prune": _prune, "cache": _cache, "digests": _digests, "schema": _schema,
+    "publish": _publish, "prune": _prune, "cache": _cache, "digests": _digests, "verify": _verify, "schema": _schema,
     "init": _init, "overrides": _overrides, "completion": _completion, "runner-check": _runner_check,
     "container-flags": _container_flags, "diagnose": _diagnose,
 }

@@ -53,6 +53,14 @@ class CacheMountOptions(NamedTuple):
     mode: str | None = None
 
 
+class AttestOptions(NamedTuple):
+    """images.<name>.attest: what buildx attaches to a pushed per-arch image."""
+
+    provenance: str = "auto"          # auto | max | min | off
+    sbom: bool = False
+    sbom_generator: str | None = None  # None: BuildKit's default generator image
+
+
 class ImageOptions(NamedTuple):
     name: str
     dockerfile: str
@@ -70,6 +78,7 @@ class ImageOptions(NamedTuple):
     identity: IdentityOptions | None = None   # set: a content-addressed base, built by ensure-base
     base: str | None = None                   # name of the content-addressed image this one builds FROM
     cache_mounts: tuple[CacheMountOptions, ...] = ()
+    attest: AttestOptions = AttestOptions()
 
     @property
     def arches(self) -> tuple[str, ...]:

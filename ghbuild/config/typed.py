@@ -16,6 +16,7 @@ from ghbuild.config.options import (
     DEFAULT_ARCH_SUFFIXES,
     DEFAULT_RUNNERS,
     DEFAULT_SCCACHE_HELPER_IMAGE,
+    AttestOptions,
     BuildOptions,
     CacheMountOptions,
     CacheOptions,
@@ -94,6 +95,9 @@ def _image(name: str, img: dict[str, Any], runners_default: dict[str, tuple[str,
         identity=_identity(name, img.get("identity")),
         base=img.get("base") or None,
         cache_mounts=_cache_mounts(name, img.get("cache-mounts", []), where),
+        attest=AttestOptions(provenance=(img.get("attest") or {}).get("provenance", "auto"),
+                             sbom=(img.get("attest") or {}).get("sbom", False),
+                             sbom_generator=(img.get("attest") or {}).get("sbom-generator") or None),
     )
 
 

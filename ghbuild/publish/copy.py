@@ -23,11 +23,8 @@ from ghbuild.publish.plans import (
 from ghbuild.publish.results import PublishResult
 from ghbuild.registry import client as registry
 from ghbuild.registry.mediatypes import ANNOTATION_CREATED
-
-LABEL_REVISION = "org.opencontainers.image.revision"
-
-
-LABEL_SOURCE = "org.opencontainers.image.source"
+from ghbuild.sign import provenance
+from ghbuild.sign.policy import LABEL_REVISION, LABEL_SOURCE
 
 
 class _Verified(NamedTuple):
@@ -36,6 +33,8 @@ class _Verified(NamedTuple):
     manifest: registry.Manifest
     platform: dict
     created: str | None      # the config's `created`, verbatim
+    recorded: registry.Manifest | None = None       # what the build pushed, when an index (image + attestation)
+    attestation: registry.Descriptor | None = None  # its attestation manifest's entry, annotations included
 
 
 def _single_arch(reg: registry.Registry, repo: str, ref: str, arch: str, plan: PublishPlan,
@@ -45,11 +44,15 @@ def _single_arch(reg: registry.Registry, repo: str, ref: str, arch: str, plan: P
     that repository (its labels). Its platform and `created` are returned so that the index entry needs no
     second config read."""
     where = f"{reg.host}/{repo}{'@' if ref.startswith('sha256:') else ':'}{ref}"
+    recorded, attestation = None, None
     if manifest.is_index:
         platforms = manifest.platforms()
         if len(platforms) != 1:
             raise PublishError(f"{where} is a multi-platform index ({', '.join(platforms)}), not a single {arch} image")
         (child,) = platforms.values()
+        recorded = manifest
+        attested = provenance.attestations(manifest.data)
+        attestation = next((c for c in manifest.children() if c.digest == attested.get(child.digest)), None)
         manifest = reg.get_manifest(repo, child.digest)
     config = json.loads(reg.read_blob(repo, manifest.data["config"]["digest"]))
     platform = {"architecture": config.get("architecture"), "os": config.get("os")}
@@ -67,7 +70,8 @@ def _single_arch(reg: registry.Registry, repo: str, ref: str, arch: str, plan: P
                                f"{plan.sha} of {plan.source_url}: refusing to publish an image the trusted build "
                                "did not make")
     created = config.get("created")
-    return _Verified(manifest, platform, created if isinstance(created, str) and created else None)
+    return _Verified(manifest, platform, created if isinstance(created, str) and created else None, recorded,
+                     attestation)
 
 
 def present_arches(plan: PublishPlan, factory: registry.RegistryFactory) -> list[str]:
@@ -139,18 +143,23 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
         if isinstance(outcome, BaseException):
             raise outcome
     verified: dict[str, _Verified] = outcomes
-    manifests = {arch: checked.manifest for arch, checked in verified.items()}
+    # What the build pushed is what is copied and what the per-arch tag holds: with attestations, a one-platform
+    # index (`docker pull --platform` picks the image from it), else the image itself.
+    manifests = {arch: checked.recorded or checked.manifest for arch, checked in verified.items()}
     children = []
     for source in plan.sources:
-        manifest, platform, created = verified[source.arch]
-        result.arch_digests[source.arch] = manifest.digest
-        result.actions.append(f"copy {plan.staging}:{source.tag} ({manifest.digest}"
+        manifest, platform, created, _, attestation = verified[source.arch]
+        copied = manifests[source.arch]
+        result.arch_digests[source.arch] = copied.digest
+        result.actions.append(f"copy {plan.staging}:{source.tag} ({copied.digest}"
                               f"{', recorded by the trusted build' if source.digest else ''}) -> "
-                              f"{plan.publish}@{manifest.digest}")
+                              f"{plan.publish}@{copied.digest}")
         # The child's `created` in its entry: retention on a plain registry ranks the commit by the index alone.
         annotations = {ANNOTATION_CREATED: created} if created else None
         children.append(registry.Descriptor(manifest.media_type, manifest.digest, len(manifest.raw), platform,
                                             annotations))
+        if attestation is not None:   # beside its image, with the vnd.docker.reference.* annotations
+            children.append(attestation)
     raw, media_type = registry.make_index(children)
     result.index_digest = registry.sha256_digest(raw)
     result.actions.append(f"push index {plan.publish}@{result.index_digest} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ghbuild.publish import copy, tag_moves
+from ghbuild.publish import copy, signing, tag_moves
 from ghbuild.publish.plans import PublishPlan
 from ghbuild.publish.results import PublishResult
 from ghbuild.registry import client as registry
@@ -13,16 +13,21 @@ from ghbuild.registry import client as registry
 
 def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, dry_run: bool = False,
                 log: Callable[[str], None] = lambda m: None, commit_time: int | Callable[[], int | None] | None = None,
-                warn: Callable[[str], None] = lambda m: None, **lease_options: Any) -> list[PublishResult]:
+                warn: Callable[[str], None] = lambda m: None, trust: signing.Signing | None = None,
+                **lease_options: Any) -> list[PublishResult]:
     """Publish every plan as one unit: all images checked, then all copied, then one tag phase for all.
 
     The tag phase (ghbuild.publish.tag_moves) runs under each publish repository's lease
     (ghbuild.publish.lease), taken only when a tag has to move. A nightly whose commit is older than
     the one the moving tags last went to (`commit_time`, Unix seconds, against the lease's record)
     creates its own immutable tags and leaves the moving ones alone. `commit_time` may be a function
-    that finds it: it is called only when a tag has to move (a republish never asks git).
+    that finds it: it is called only when a tag has to move (a republish never asks git). `trust`: the
+    recorded digests' signatures and provenance are verified before anything is written, and what is published
+    is signed before its tags move (ghbuild.publish.signing).
     """
     prepared = [copy._prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
+    if trust is not None:
+        signing.verify_staging(trust, prepared, log, warn)
     stats = {id(p): registry.CopyStats() for p in prepared}
     # What the tags hold now, read before the copies: a manifest a tag of its repository holds needs no lookup
     # of its own (a republish reads only its tags). The values decide only whether a tag must move; a move
@@ -37,6 +42,8 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
             tagged = frozenset(m.previous for m in moves
                                if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
             copy._transfer(prep, stats[id(prep)], log, tagged)                   # 2, 3. no tag moves
+            if trust is not None:
+                signing.sign_published(trust, prep, log, warn)
     phase = tag_moves.TagPhase()
     if dry_run:
         for move in moves:

@@ -109,7 +109,7 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
                                                                      and env.get("GITHUB_REPOSITORY")):
         raise UsageError("publish release: GITHUB_TOKEN and GITHUB_REPOSITORY are needed for the GitHub release "
                          "(or pass --no-github-release)")
-    from ghbuild.publish import copy, execute  # the registry layer: not for a publish refused above
+    from ghbuild.publish import copy, execute, signing  # the registry layer: not for a publish refused above
     from ghbuild.registry import client as registry
 
     if factory is None:
@@ -119,12 +119,15 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     else:
         plans = _nightly_plans(options, images, sha, owner, recorded, source_url)
     group = group or (lambda title: contextlib.nullcontext())
+    trust = signing.for_publish(env, options.trust.canonical_repository or env.get("GITHUB_REPOSITORY"),
+                                source_url if recorded is not None else None,
+                                [name for name in images if options.images[name].attest.provenance == "off"])
     outcome = PublishRun(kind=kind, sha=sha, results=[], version=version)
     title = f"publish {kind} {', '.join(p.image for p in plans)}{' (dry run)' if dry_run else ''}"
     if plans:
         with group(title):
             outcome.results = execute.execute_all(plans, factory, dry_run=dry_run, log=log, commit_time=commit_time,
-                                          warn=warn, **(lease_options or {}))
+                                                  warn=warn, trust=trust, **(lease_options or {}))
     for plan, result in zip(plans, outcome.results, strict=True):
         say(render(result, plan.kind))
     if kind == "release" and outcome.results:

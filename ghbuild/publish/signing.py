@@ -1,0 +1,79 @@
+"""Publishing's trust step: every recorded staging digest verified before the first write (its signature, the
+commit and repository it was signed for, its provenance), and every digest published signed before a tag moves
+to it (per-arch images and the indexes, in the publish repository, so `cosign verify` answers there)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from ghbuild.errors import VerificationError
+from ghbuild.sign import check, policy
+from ghbuild.sign.cosign import Cosign
+
+if TYPE_CHECKING:   # annotations only
+    from ghbuild.publish.copy import _Prepared
+
+
+class Signing(NamedTuple):
+    verifier: policy.Verifier
+    signer: policy.Signer
+    source_url: str
+    env: Mapping[str, str]
+    unattested: frozenset[str] = frozenset()   # images configured without provenance (attest.provenance = off)
+
+    @property
+    def cosign(self) -> Cosign:
+        return Cosign(self.env)
+
+
+def for_publish(env: Mapping[str, str], canonical_repository: str | None, source_url: str | None,
+                unattested: Collection[str] = ()) -> Signing | None:
+    """How this publish verifies and signs; None without a canonical source (a dry run without records)."""
+    if not source_url:
+        return None
+    return Signing(policy.verifier(env, canonical_repository), policy.signer(env), source_url, env,
+                   frozenset(unattested))
+
+
+def verify_staging(signing: Signing, prepared: list[_Prepared], log: Callable[[str], None],
+                   warn: Callable[[str], None]) -> None:
+    """Before anything is written: each recorded digest's signature and provenance, else VerificationError."""
+    if not signing.verifier.verifies:
+        warn(f"publish: staging images {signing.verifier.reason}")
+        return
+    cosign = signing.cosign
+    for prep in prepared:
+        for source in prep.plan.sources:
+            if not source.digest:
+                continue
+            done = check.verify_image(prep.src, prep.s_repo, source.digest, signing.verifier, signing.source_url,
+                                      prep.plan.sha, cosign, prep.plan.image not in signing.unattested)
+            log(f"verified {done.ref}: signed for {done.revision} of {done.source}"
+                + (f", provenance of {', '.join(done.platforms)}" if done.platforms else ""))
+
+
+def sign_published(signing: Signing, prep: _Prepared, log: Callable[[str], None],
+                   warn: Callable[[str], None]) -> None:
+    """Sign every digest this image publishes (per-arch, index) where no valid signature of ours is yet."""
+    if not signing.signer.signs:
+        warn(f"publish: {prep.plan.publish} {signing.signer.reason}")
+        return
+    cosign = signing.cosign
+    annotations = policy.signed_annotations(signing.source_url, prep.plan.sha)
+    digests = [*prep.result.arch_digests.values(), prep.result.index_digest or ""]
+    for digest in dict.fromkeys(d for d in digests if d):
+        ref = f"{prep.dst.host}/{prep.p_repo}@{digest}"
+        if signing.verifier.verifies and _signed(cosign, ref, signing.verifier, annotations, prep.plan.sha):
+            log(f"signed already: {ref}")
+            continue
+        cosign.sign(ref, signing.signer, annotations)
+        log(f"signed {ref} ({signing.signer.mode})")
+
+
+def _signed(cosign: Cosign, ref: str, verifier: policy.Verifier, annotations: Mapping[str, str], sha: str) -> bool:
+    try:
+        cosign.verify(ref, verifier, annotations, sha)
+    except VerificationError:
+        return False
+    return True

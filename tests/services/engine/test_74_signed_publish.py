@@ -1,0 +1,164 @@
+"""Signed publishing against the two local registries and cosign 2.5 with a key (keyless needs Fulcio and Rekor,
+which this machine does not have): the trusted build signs the staging digest it records, with provenance;
+publish verifies it before writing anything and signs what it publishes; `ghbuild verify` checks the result; a
+staging image swapped for another with the same labels is refused with nothing written.
+
+One architecture (amd64) keeps it fast: the index, attestation and signature paths are the same per arch.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from . import test_70_publish_nightly as nightly
+from .enginelib import CONTEXT_FLAGS, REPO, ghbuild_argv
+
+SOURCE = "https://github.com/ghbuild/ghbuild"
+hub = nightly.hub      # the hub client fixture: what this module published is removed after it
+
+
+def cosign(*args: str, env: dict[str, str], cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(["cosign", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def keys(session):
+    """A cosign key pair (password-protected) and the environment that signs and verifies with it."""
+    folder = session.workdir / "cosign"
+    folder.mkdir()
+    env = dict(session.base_env, COSIGN_PASSWORD="ghbuild-test-cosign-password")
+    made = cosign("generate-key-pair", env=env, cwd=folder)
+    assert made.returncode == 0, made.stderr
+    session.secrets.add(env["COSIGN_PASSWORD"])
+    env.update(GHBUILD_SIGN_KEY=str(folder / "cosign.key"), GHBUILD_VERIFY_KEY=str(folder / "cosign.pub"),
+               GHBUILD_IMAGES_CPU_PLATFORMS="linux/amd64", RUNNER_TEMP=str(session.workdir))
+    return env
+
+
+@pytest.fixture(scope="module")
+def signed(session, keys):
+    """`build --push --record` of the small os-base stage, trusted, signing with the key."""
+    sha = session.sha("signed")
+    records = session.workdir / "records-signed"
+    run = session.ghbuild("signed-amd64", "--target", "os-base", "--push", "--json", "--record",
+                          str(records / "cpu-amd64.json"), sha=sha, env=keys, timeout=1200)
+    assert run.rc == 0, "\n".join(run.stderr.splitlines()[-30:])
+    return sha, json.loads(run.stdout)["digest"], records
+
+
+def _hub(session, hub, suffix: str) -> tuple[str, str]:
+    name = f"ghbuild-test-{session.sid}-signed{suffix}/cpu"
+    hub.created.add(name)
+    return f"{hub.host}/ghbuild-test-{session.sid}-signed{suffix}/{{image}}", f"{hub.host}/{name}"
+
+
+def publish(kind: str, env: dict[str, str], template: str, records, *args: str) -> subprocess.CompletedProcess:
+    env = dict(env, GHBUILD_REGISTRIES_PUBLISH=template)
+    return subprocess.run([*ghbuild_argv(), "publish", kind, "--image", "cpu", *CONTEXT_FLAGS, "--records",
+                           str(records), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def verify(ref: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*ghbuild_argv(), "verify", ref, "--repository", "ghbuild/ghbuild", *args], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def cosign_verify(ref: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return cosign("verify", "--key", env["GHBUILD_VERIFY_KEY"], "--insecure-ignore-tlog=true", ref, env=env)
+
+
+def test_the_trusted_build_signs_what_it_records_with_provenance(session, keys, signed):
+    sha, digest, records = signed
+    record = json.loads((records / "cpu-amd64.json").read_text())
+    assert record["digest"] == digest and record["signature"] == "key"
+    name = f"ghbuild-test-{session.sid}/cpu"
+    index = json.loads(session.registry.manifest(name, digest)[2])
+    entries = index["manifests"]
+    assert [e["platform"]["architecture"] for e in entries] == ["amd64", "unknown"]
+    assert entries[1]["annotations"]["vnd.docker.reference.digest"] == entries[0]["digest"]
+    ok = cosign_verify(f"{session.registry.host}/{name}@{digest}", keys)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)[0]["optional"]["org.opencontainers.image.revision"] == sha
+
+
+def test_nightly_and_release_are_signed_and_verify(session, hub, keys, signed):
+    sha, digest, records = signed
+    template, repo = _hub(session, hub, "")
+    proc = publish("nightly", keys, template, records, "--sha", sha, "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"verified {session.registry.host}/ghbuild-test-{session.sid}/cpu@{digest}" in proc.stderr
+    (result,) = json.loads(proc.stdout)["images"]
+    assert result["arch_digests"] == {"amd64": digest}       # the per-arch tag holds what the build pushed
+    index = json.loads(hub.manifest(repo.split("/", 1)[1], "nightly")[2])
+    kinds = [(e["platform"]["architecture"], (e.get("annotations") or {}).get("vnd.docker.reference.type"))
+             for e in index["manifests"]]
+    assert kinds == [("amd64", None), ("unknown", "attestation-manifest")]
+    for published in (result["index_digest"], digest):
+        ok = cosign_verify(f"{repo}@{published}", keys)
+        assert ok.returncode == 0, ok.stderr
+    said = verify(f"{repo}:nightly", keys)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.strip() == (f"verified {repo}@{result['index_digest']}: signed for {sha} of {SOURCE}; "
+                                   "provenance of linux/amd64 names that commit")
+    assert verify(f"{repo}:nightly-x86_64", keys, "--sha", sha).returncode == 0
+    # the per-arch tag still runs for `docker pull --platform` (a one-platform index with its attestation)
+    run = session.docker_run("run", "--rm", "--platform", "linux/amd64", f"{repo}:nightly-x86_64", "true",
+                             timeout=300)
+    assert run.returncode == 0, run.stderr
+    # a rerun signs nothing twice
+    again = publish("nightly", keys, template, records, "--sha", sha)
+    assert again.returncode == 0 and "signed already" in again.stderr, again.stderr[-2000:]
+
+    release = publish("release", keys, template, records, "--sha", sha, "--version", "1.0.0",
+                      "--no-github-release", "--json")
+    assert release.returncode == 0, release.stderr[-3000:]
+    assert verify(f"{repo}:v1.0.0", keys, "--sha", sha).returncode == 0
+
+
+def test_ghbuild_verify_refuses_in_one_line(session, hub, keys, signed):
+    _, digest, _ = signed
+    staged = f"{session.registry.host}/ghbuild-test-{session.sid}/cpu@{digest}"
+    other = session.sha("another-commit")
+    cases = {
+        "wrong commit": (verify(staged, keys, "--sha", other), "signature not verified"),
+        "wrong repository": (subprocess.run([*ghbuild_argv(), "verify", staged, "--repository", "someone/else"],
+                                            cwd=REPO, env=keys, capture_output=True, text=True, timeout=300),
+                             "signature not verified"),
+        "unsigned": (verify(f"{session.registry.host}/base/debian:bookworm", keys), "no signatures found"),
+    }
+    for case, (proc, why) in cases.items():
+        assert proc.returncode == 13, (case, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ghbuild: not verified: ") and why in lines[0], (case, lines)
+
+
+def test_a_swapped_staging_image_with_the_same_labels_is_refused(session, hub, keys, signed, tmp_path):
+    """Someone with a staging write token pushes their own image, labelled as the trusted build's, and points the
+    record at it: the labels and the record agree, the signature does not: exit 13, nothing in the hub."""
+    sha, _, _ = signed
+    name = f"ghbuild-test-{session.sid}/cpu"
+    forged_ref = f"{session.registry.host}/{name}:{sha}-forged"
+    (tmp_path / "Dockerfile").write_text(f"FROM {session.local['GHBUILD_BUILD_BASE_IMAGE']}\nRUN echo evil > /evil\n")
+    built = subprocess.run([session.docker, "buildx", "build", "--platform", "linux/amd64", "--provenance=mode=max",
+                            "--label", f"org.opencontainers.image.source={SOURCE}",
+                            "--label", f"org.opencontainers.image.revision={sha}",
+                            "--metadata-file", str(tmp_path / "md.json"), "--tag", forged_ref,
+                            "--output", "type=image,push=true", str(tmp_path)],
+                           env=session.base_env, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-2000:]
+    forged = json.loads((tmp_path / "md.json").read_text())["containerimage.digest"]
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "cpu-amd64.json").write_text(json.dumps({
+        "id": "cpu-amd64", "image": "cpu", "arch": "amd64", "platform": "linux/amd64", "digest": forged,
+        "ref": f"{session.registry.host}/{name}@{forged}", "sha": sha, "trusted": True, "signature": "key"}))
+    template, repo = _hub(session, hub, "-forged")
+    proc = publish("nightly", keys, template, records, "--sha", sha)
+    assert proc.returncode == 13, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ghbuild: not verified: ") and forged in last and "no signatures found" in last, last
+    assert "Traceback" not in proc.stderr
+    assert not hub.tags(repo.split("/", 1)[1])
