@@ -92,7 +92,7 @@ def auth_s3(session):
 
         with pytest.raises(ClientError):
             session.s3(endpoint, key["AccessKeyId"], wrong).head_bucket(Bucket=bucket)
-        yield endpoint, key["AccessKeyId"], wrong
+        yield endpoint, key["AccessKeyId"], wrong, key["SecretAccessKey"]
     finally:
         proc.terminate()
         try:
@@ -109,19 +109,40 @@ def test_s3_down_builds_with_the_local_cache(session, first_build):
     port = free_port()
     run = session.cold_build("s3-down", "--json",
                              env=session.env(GHBUILD_SCCACHE_ENDPOINT=f"http://127.0.0.1:{port}"))
-    report = assert_degraded(run, "local", "not reachable (EndpointConnectionError)")
+    report = assert_degraded(run, "local", "not reachable (cannot connect)")
     assert_no_remote_args(report["command"])
     assert report["image_id"]
 
 
 def test_wrong_credentials_build_with_the_local_cache(session, auth_s3, first_build):
-    endpoint, key_id, wrong = auth_s3
+    endpoint, key_id, wrong, _ = auth_s3
     env = session.env(GHBUILD_SCCACHE_ENDPOINT=endpoint, AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=wrong,
                       AWS_SESSION_TOKEN=None)
     run = session.cold_build("wrong-creds", "--json", env=env)
     report = assert_degraded(run, "local", "403")
     assert_no_remote_args(report["command"])
     assert wrong not in run.stdout and wrong not in run.stderr
+
+
+@pytest.mark.parametrize("key, prefix, mode", [
+    ("right", "ghbuild", "read-write"), ("right", "", "read-write"), ("wrong", "ghbuild", "local"),
+    ("none", "ghbuild", "local")])
+def test_preflight_signs_as_s3_checks(session, auth_s3, key, prefix, mode):
+    """The preflight's own SigV4 requests against an S3 that checks signatures: the right key reads and writes;
+    a wrong one is refused (403), and nothing is read anonymously (moto answers an unsigned HEAD 500)."""
+    from types import SimpleNamespace
+
+    from ghbuild.build import s3probe
+
+    endpoint, key_id, wrong, right = auth_s3
+    options = SimpleNamespace(bucket=session.base_env["GHBUILD_SCCACHE_BUCKET"], region="us-east-1",
+                              endpoint=endpoint, key_prefix=prefix)
+    creds = None if key == "none" else {"AWS_ACCESS_KEY_ID": key_id,
+                                        "AWS_SECRET_ACCESS_KEY": right if key == "right" else wrong}
+    got, reason = s3probe.probe(options, creds, "no AWS credentials in the environment", 5.0)
+    assert got == mode, reason
+    if key == "wrong":
+        assert "not reachable (" in reason and "(403)" in reason, reason
 
 
 def test_empty_endpoint_is_not_passed_to_the_build(session, first_build):
