@@ -70,8 +70,10 @@ import tempfile
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]   # the development-only infra package, tests/fakes
@@ -188,12 +190,13 @@ class _Random:
 
 
 class _GzipSink:
-    """tarfile writes here: hashes the tar (diff_id), gzips it (level 1) to a file, hashes the gzip (digest)."""
+    """tarfile writes here: hashes the tar (diff_id), gzips it (level 1; 0 stores, 16x faster on random
+    data, no larger) to a file, hashes the gzip (digest)."""
 
-    def __init__(self, out):
+    def __init__(self, out, level: int = 1):
         self.out, self.size = out, 0
         self.raw, self.gz = hashlib.sha256(), hashlib.sha256()
-        self.zip = zlib.compressobj(1, zlib.DEFLATED, 31)   # gzip wrapper, mtime 0: deterministic header
+        self.zip = zlib.compressobj(level, zlib.DEFLATED, 31)   # gzip wrapper, mtime 0: deterministic header
 
     def _emit(self, data: bytes) -> None:
         if data:
@@ -210,10 +213,11 @@ class _GzipSink:
         self._emit(self.zip.flush())
 
 
-def _generate_layer(path: Path, member: str, size: int) -> dict:
+def _generate_layer(path: Path, member: str, size: int, level: int = 1) -> dict:
+    """One layer blob written to `path` as it is generated (a MiB at a time: never a layer in memory)."""
     tmp = path.with_suffix(".part")
     with open(tmp, "wb") as out:
-        sink = _GzipSink(out)
+        sink = _GzipSink(out, level)
         with tarfile.open(fileobj=sink, mode="w|", bufsize=MIB, format=tarfile.PAX_FORMAT,
                           copybufsize=MIB) as tar:
             parts = member.split("/")
@@ -238,13 +242,17 @@ def _sha256_file(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def source_layers() -> dict[str, dict]:
-    """name -> {digest, diff_id, size, path}; generated once and cached (checked by size and digest)."""
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    wanted = {f"{kind}-{arch}": (f"opt/bench/{kind}-{arch}.bin", mib * MIB)
-              for arch in ARCHES for kind, mib in (("base", BASE_MIB), ("app", APP_MIB))}
-    index_path = CACHE_DIR / "layers.json"
-    key = {"format": CACHE_FORMAT, "sizes": {n: s for n, (_, s) in wanted.items()}}
+LAYER_KINDS = (("base", BASE_MIB * MIB), ("app", APP_MIB * MIB))
+
+
+def source_layers(kinds: tuple[tuple[str, int], ...] = LAYER_KINDS, cache_dir: Path = CACHE_DIR,
+                  level: int = 1) -> dict[str, dict]:
+    """name -> {digest, diff_id, size, path} for each (kind, payload bytes) and arch; generated once and cached
+    in `cache_dir` (checked by size and digest), gzip `level`."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    wanted = {f"{kind}-{arch}": (f"opt/bench/{kind}-{arch}.bin", size) for arch in ARCHES for kind, size in kinds}
+    index_path = cache_dir / "layers.json"
+    key = {"format": CACHE_FORMAT, "sizes": {n: s for n, (_, s) in wanted.items()}, "level": level}
     try:
         index = json.loads(index_path.read_text())
         if index.get("key") != key:
@@ -254,22 +262,23 @@ def source_layers() -> dict[str, dict]:
     layers = dict(index.get("layers") or {})
 
     def ok(name: str) -> bool:
-        meta, path = layers.get(name), CACHE_DIR / f"{name}.tar.gz"
+        meta, path = layers.get(name), cache_dir / f"{name}.tar.gz"
         return bool(meta) and path.is_file() and path.stat().st_size == meta["size"]
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:   # zlib and hashlib release the GIL
         present = [n for n in wanted if ok(n)]
-        digests = dict(zip(present, pool.map(lambda n: _sha256_file(CACHE_DIR / f"{n}.tar.gz"), present),
+        digests = dict(zip(present, pool.map(lambda n: _sha256_file(cache_dir / f"{n}.tar.gz"), present),
                            strict=True))
         todo = [n for n in wanted if not (n in digests and digests[n] == layers[n]["digest"])]
         if todo:
-            log(f"generating {len(todo)} layer blob(s) into {CACHE_DIR} (random data, gzip -1; cached for next runs)")
+            log(f"generating {len(todo)} layer blob(s) into {cache_dir} (random data, gzip -{level}; cached for next "
+                "runs)")
             t0 = time.monotonic()
-            made = pool.map(lambda n: _generate_layer(CACHE_DIR / f"{n}.tar.gz", *wanted[n]), todo)
+            made = pool.map(lambda n: _generate_layer(cache_dir / f"{n}.tar.gz", *wanted[n], level), todo)
             layers.update(zip(todo, made, strict=True))
             index_path.write_text(json.dumps({"key": key, "layers": {n: layers[n] for n in wanted}}, indent=1))
             log(f"generated in {time.monotonic() - t0:.1f} s")
-    return {n: dict(layers[n], path=str(CACHE_DIR / f"{n}.tar.gz")) for n in wanted}
+    return {n: dict(layers[n], path=str(cache_dir / f"{n}.tar.gz")) for n in wanted}
 
 
 @dataclass
@@ -279,7 +288,7 @@ class SourceImage:
     config_digest: str
     manifest: bytes
     digest: str
-    layers: list[dict]                      # base, app
+    layers: list[dict]                      # in LAYER_KINDS order: base first
 
     @property
     def blob_bytes(self) -> int:
@@ -295,10 +304,11 @@ BENCH_REPOSITORY = "ghbuild/ghbuild"
 BENCH_CONTEXT = ["--event", "push", "--repository", BENCH_REPOSITORY, "--ref", "main", "--default-branch", "main"]
 
 
-def source_images(layers: dict[str, dict], sha: str) -> dict[str, SourceImage]:
+def source_images(layers: dict[str, dict], sha: str,
+                  kinds: tuple[str, ...] = ("base", "app")) -> dict[str, SourceImage]:
     images = {}
     for arch in ARCHES:
-        ls = [layers[f"base-{arch}"], layers[f"app-{arch}"]]
+        ls = [layers[f"{kind}-{arch}"] for kind in kinds]
         config = json.dumps({
             **PLATFORM[arch],
             "created": "2026-01-01T00:00:00Z",
@@ -307,8 +317,8 @@ def source_images(layers: dict[str, dict], sha: str) -> dict[str, SourceImage]:
                        "Labels": {"org.ghbuild.bench": "publish_copy", "org.opencontainers.image.revision": sha,
                                   "org.opencontainers.image.source": f"https://github.com/{BENCH_REPOSITORY}"}},
             "rootfs": {"type": "layers", "diff_ids": [layer["diff_id"] for layer in ls]},
-            "history": [{"created": "2026-01-01T00:00:00Z", "created_by": f"bench base layer {arch}"},
-                        {"created": "2026-01-01T00:00:00Z", "created_by": f"bench app layer {arch}"}],
+            "history": [{"created": "2026-01-01T00:00:00Z", "created_by": f"bench {kind} layer {arch}"}
+                        for kind in kinds],
         }, indent=2, sort_keys=True).encode()
         manifest = json.dumps({
             "schemaVersion": 2, "mediaType": MT_MANIFEST,
@@ -424,13 +434,40 @@ class Measurement:
     timeline: list[tuple[float, str]] = field(default_factory=list)   # ghbuild's stderr lines, seconds from start
     cpu: dict[str, float] = field(default_factory=dict)     # CPU seconds during the run: tool, dockerd, registries
     steps: list[tuple[str, float]] = field(default_factory=list)   # the reference's and skopeo's commands, seconds
+    peak_rss: int = 0           # ghbuild's peak resident set, bytes (its process's own maxrss, from wait4)
 
     @property
     def through(self) -> int:
         return self.bytes_in + self.bytes_out
 
 
+def wait_measured(proc: subprocess.Popen, timeout: float) -> tuple[int, int]:
+    """Wait for `proc` by wait4: (exit code, its peak RSS in bytes). RUSAGE_CHILDREN would give the largest of
+    every child this bench ever waited for (skopeo, curl), not this one's. Killed after `timeout` seconds."""
+    fired = threading.Event()
+
+    def kill() -> None:
+        fired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)   # blocking: no polling delay added to the wall time
+    finally:
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)   # Popen must not wait for it again
+    if fired.is_set():
+        raise subprocess.TimeoutExpired(proc.args, timeout)
+    return proc.returncode, usage.ru_maxrss * 1024     # KiB on Linux
+
+
 class Bench:
+    # The layers of each per-arch image, (kind, tar payload bytes); where they are cached; their gzip level.
+    layer_kinds: tuple[tuple[str, int], ...] = LAYER_KINDS
+    cache_dir = CACHE_DIR
+    gzip_level = 1
+
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.env = local_env()
@@ -656,9 +693,8 @@ class Bench:
         for line in proc.stderr:             # timestamped as it arrives: where ghbuild's time goes
             m.timeline.append((time.monotonic() - t0, line.rstrip()))
         try:
-            rc = proc.wait(timeout=TOOL_TIMEOUT)
+            rc, m.peak_rss = wait_measured(proc, TOOL_TIMEOUT)
         except subprocess.TimeoutExpired:
-            proc.kill()
             raise BenchError("ghbuild publish nightly timed out") from None
         m.seconds = time.monotonic() - t0
         reader.join(5)
@@ -862,9 +898,13 @@ class Bench:
 
     # ----- the run
 
+    def make_images(self) -> None:
+        layers = source_layers(self.layer_kinds, self.cache_dir, self.gzip_level)
+        self.images = source_images(layers, self.sha, tuple(kind for kind, _ in self.layer_kinds))
+
     def run(self) -> None:
         self.check_services()
-        self.images = source_images(source_layers(), self.sha)
+        self.make_images()
         total = sum(img.blob_bytes for img in self.images.values())
         log(f"run {self.prefix}, sha {self.sha}; images " + ", ".join(
             f"{a} {img.blob_bytes / 1e6:.1f} MB ({len(img.layers)} layers)" for a, img in self.images.items())
@@ -1057,13 +1097,20 @@ def main() -> int:
         parser.error("--scenarios: numbers 1-4; --repeats and --reference-runs >= 1")
     if any(s != 1 for s in args.scenarios) and 1 not in args.scenarios and not args.no_reference:
         log("note: without scenario 1 the reference's seed lacks the engine's own recompressed blobs")
+    return run_bench(Bench, args, report)
+
+
+def run_bench(make: Callable[[argparse.Namespace], Bench], args: argparse.Namespace,
+              report_to: Callable[[Any, str], None]) -> int:
+    """Run a bench, clean up whatever happens, then print its report: 0 after a measurement (goals met or
+    not), 2 when the setup failed, 130 when interrupted."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # so that the cleanup below runs
-    command = "make infra-up && .venv/bin/python bench/publish_copy.py" + "".join(
+    command = f"make infra-up && .venv/bin/python bench/{Path(sys.argv[0]).name}" + "".join(
         f" {a}" for a in sys.argv[1:])
     t0 = time.monotonic()
     bench = None
     try:
-        bench = Bench(args)
+        bench = make(args)
         bench.run()
     except (BenchError, RegistryError) as exc:
         print(f"bench: {exc}", file=sys.stderr)
@@ -1074,10 +1121,9 @@ def main() -> int:
     finally:
         if bench is not None:
             bench.cleanup()
-    report(bench, command)
-    print(f"\nbench wall time {time.monotonic() - t0:.0f} s")
+    report_to(bench, command)
+    print(f"\nbench wall time {time.monotonic() - t0:.0f} s (load average now {os.getloadavg()[0]:.1f})")
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Nightly publish of two per-arch images with a 4 GiB layer each, staging -> hub: ghbuild against skopeo and the
+hub's ingest floor, its peak RSS, and the same publish with one upload cut at 60 %.
+
+The machinery is bench/publish_copy.py's (its Bench, subclassed here): the same generated Docker schema2 images
+written straight into the staging registry (127.0.0.1:5000), a fresh hub repository (127.0.0.1:5001) per
+measurement, emptied right after it, the same tools and checks. The images here: per arch a 32 MiB base layer
+and a 4 GiB "model" layer (`--layer-mib`) of random, incompressible data, stored gzip (level 0: deflate on random
+data gains nothing and level 1 would take 16x longer to generate).
+
+Rows, side by side in one run (`--repeats` rounds, the order flipping per round, then the cut):
+  (b) skopeo: `skopeo copy` per arch, then the manifest list by an HTTP PUT (skopeo 1.9 cannot make one);
+  (c) `ghbuild publish nightly`; its peak RSS is its own process's maxrss (wait4);
+  (d) the floor: the hub's ingest alone, one `curl -T <file>` PUT per blob from the cached files, all at once;
+  (e) (c) with the hub behind tests/fakes/faultproxy.py, which resets the connection of the first PATCH of a
+      big layer at 60 % of its bytes: bytes sent in all (the proxy's count of upload bodies) over the image
+      size, and whether ghbuild resumed the blob or sent it again whole. The local registries are distribution
+      2.8, which cannot report an upload's progress: expect "sent again whole" there.
+
+Goals (issue 25): (c) <= 1.1x (d) and <= 0.8x (b); peak RSS <= 150 MB; bytes re-sent <= 1.0x the cut blob (0
+where resumed). Prints the table and "goal met/NOT met" lines; exits 0 after printing, 2 when the setup fails.
+
+Disk: the layer cache takes 8.7 GB in /tmp/ghbuild-bench-publish-big (kept between runs, checked by size and
+digest; `--clean` deletes it and exits). A run adds 8.7 GB to each registry's storage (staging and hub) and up
+to 2.6 GB more of a cut upload on the hub; at the end the bench deletes its repositories and then, since
+distribution keeps blob data until a garbage collection, the data of its own layers that no repository links
+any more: ~27 GB at the peak, nothing left in the registries afterwards. Memory: nothing holds a layer.
+Time: ~2 min to generate the cache once, then ~10 min a run on the 2-core machine (`--repeats 1`).
+
+Usage: make infra-up && .venv/bin/python bench/publish_big.py [--repeats 1] [--layer-mib 4096] [--no-cut]
+       [--installed] [--verbose] | --clean
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import publish_copy as pc
+from fakes.faultproxy import FaultProxy
+
+from infra.registry import registry_dir
+
+MIB = pc.MIB
+CACHE_DIR = pc.CACHE_DIR.with_name("ghbuild-bench-publish-big")
+BASE_MIB = 32
+CUT = 0.6
+TOOLS = ("skopeo", "ghbuild", "floor")
+LABEL = {"skopeo": "(b) skopeo copy + list PUT", "ghbuild": "(c) ghbuild publish nightly",
+         "floor": "(d) floor: hub ingest alone, curl", "cut": "(e) (c), one upload cut at 60 %"}
+GOAL_FLOOR, GOAL_SKOPEO, GOAL_RSS, GOAL_RESENT = 1.1, 0.8, 150e6, 1.0
+RESUMED_SLACK = 16 * MIB          # a resumed upload may re-send what was in flight at the cut
+STATS_RE = re.compile(r"uploads cut: (\d+) resumed, (\d+) sent again whole, ([\d,]+) bytes sent in all")
+
+
+class BigBench(pc.Bench):
+    gzip_level = 0
+
+    def __init__(self, args: argparse.Namespace):
+        self.layer_kinds = (("base", BASE_MIB * MIB), ("model", args.layer_mib * MIB))
+        self.cache_dir = CACHE_DIR / f"{args.layer_mib}mib"    # a smaller --layer-mib keeps the big ones
+        super().__init__(args)
+        self.cut: dict[str, int] = {}        # the cut run's counts (proxy bytes, the cut blob's size, ...)
+
+    @property
+    def blob_bytes(self) -> int:
+        return sum(img.blob_bytes for img in self.images.values())
+
+    def tool_cut(self, m: pc.Measurement, sp: int, hp: int) -> None:
+        """ghbuild publish with the hub behind a fault proxy that cuts the first big PATCH at CUT of its bytes."""
+        big = min(img.layers[-1]["size"] for img in self.images.values())
+        with FaultProxy(f"http://127.0.0.1:{hp}", upstream_timeout=600) as proxy:
+            rule = proxy.reset("PATCH", r"/blobs/uploads/", after=int(big * CUT), min_content_length=big)
+            self.tool_ghbuild(m, sp, int(proxy.host.rsplit(":", 1)[1]))
+            entries = proxy.log
+        if proxy.errors:
+            raise pc.BenchError(f"fault proxy: {proxy.errors[0]}")
+        if rule.fired != 1:
+            raise pc.BenchError(f"the fault proxy cut {rule.fired} uploads, not 1")
+        cut = next(e for e in entries if e.action == "reset")
+        stats = STATS_RE.search(" ".join(m.notes))
+        if not stats:
+            raise pc.BenchError(f"ghbuild did not report the cut upload: {m.notes}")
+        self.cut = {"sent": sum(e.request_bytes for e in entries if e.method in ("PATCH", "PUT")),
+                    "cut_at": cut.request_bytes, "cut_size": cut.content_length or big,
+                    "resumed": int(stats[1]), "resent": int(stats[2]), "reported": int(stats[3].replace(",", ""))}
+
+    def measure(self, scenario: int, tool: str, run: int, counted: bool) -> pc.Measurement:
+        """publish_copy's measurement, after warming the page cache with every source file (untimed), and
+        with the CPU everything else on the machine used meanwhile (`others`: other engineers' builds)."""
+        self.warm()
+        before, own = busy_seconds(), resource.getrusage(resource.RUSAGE_SELF)
+        m = super().measure(scenario, tool, run, counted)
+        now = resource.getrusage(resource.RUSAGE_SELF)
+        m.cpu["bench"] = now.ru_utime + now.ru_stime - own.ru_utime - own.ru_stime   # the fault proxy's, mostly
+        m.cpu["others"] = busy_seconds() - before - sum(v for k, v in m.cpu.items() if k != "dockerd" and v == v)
+        return m
+
+    def warm(self) -> None:
+        """Read the staging registry's copy of every layer and the cached files the floor sends: every tool then
+        starts from the page cache, as the floor's curl does, not from a disk the hub is writing to."""
+        root = registry_dir("staging") / "data" / "docker" / "registry" / "v2" / "blobs" / "sha256"
+        buf, t0 = bytearray(4 * MIB), time.monotonic()
+        for img in self.images.values():
+            for layer in img.layers:
+                hexa = layer["digest"].removeprefix("sha256:")
+                for path in (root / hexa[:2] / hexa / "data", Path(layer["path"])):
+                    with open(path, "rb", buffering=0) as f:
+                        while f.readinto(buf):
+                            pass
+        pc.log(f"page cache warmed in {time.monotonic() - t0:.1f} s (untimed)")
+
+    def schedule(self, index: int) -> list[tuple[str, int, bool]]:
+        order: list[tuple[str, int, bool]] = []
+        for r in range(self.args.repeats):
+            order += [(t, r + 1, False) for t in (TOOLS if r % 2 == 0 else TOOLS[::-1])]
+        return order + ([] if self.args.no_cut else [("cut", 1, False)])
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        freed = reclaim_storage({layer["digest"] for img in self.images.values() for layer in img.layers})
+        pc.log(f"cleanup: {freed / 1e9:.1f} GB of layer data no repository links any more deleted from the "
+               "registries' storage")
+
+
+def busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy since boot (/proc/stat: all but idle and iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def reclaim_storage(digests: set[str]) -> int:
+    """Delete the stored data of `digests` that no repository of the local registries links (what their garbage
+    collection would delete; these digests are this bench's own random layers). Bytes freed."""
+    freed = 0
+    for role in ("staging", "hub"):
+        root = registry_dir(role) / "data" / "docker" / "registry" / "v2"
+        linked = {p.parent.name for p in (root / "repositories").glob("**/_layers/sha256/*/link")}
+        for digest in digests:
+            hexa = digest.removeprefix("sha256:")
+            blob = root / "blobs" / "sha256" / hexa[:2] / hexa
+            if hexa in linked or not blob.is_dir():
+                continue
+            freed += sum(f.stat().st_size for f in blob.iterdir() if f.is_file())
+            shutil.rmtree(blob, ignore_errors=True)
+    return freed
+
+
+# --------------------------------------------------------------------------- report
+
+
+def rows(bench: BigBench) -> dict[str, list[pc.Measurement]]:
+    out: dict[str, list[pc.Measurement]] = {}
+    for m in bench.measurements:
+        if m.ok:
+            out.setdefault(m.tool, []).append(m)
+    return out
+
+
+def report(bench: BigBench, command: str) -> None:
+    total, found = bench.blob_bytes, rows(bench)
+    median = {tool: statistics.median(m.seconds for m in ms) for tool, ms in found.items()}
+    print(f"\npublish nightly of 2 per-arch images, {total / 1e9:.2f} GB of blobs in all ("
+          + ", ".join(f"{a} {img.blob_bytes / 1e9:.2f} GB: " + " + ".join(f"{la['size'] / 1e6:,.0f}"
+                                                                           for la in img.layers) + " MB layers"
+                      for a, img in bench.images.items())
+          + f"), staging 127.0.0.1:{pc.STAGING} -> hub 127.0.0.1:{pc.HUB}")
+    print(f"command: {command}")
+    print(f"wall s: median of {bench.args.repeats} run(s) each, interleaved; the cut run once\n")
+    head = f"{'tool':<36} {'wall s':>7} {'range s':>12} {'MB/s':>6} {'peak RSS MB':>11} {'vs (c)':>7}"
+    print(head)
+    print("-" * len(head))
+    for tool in (*TOOLS, "cut"):
+        ms = found.get(tool)
+        if not ms:
+            fails = [m.error for m in bench.measurements if m.tool == tool]
+            print(f"{LABEL[tool]:<36} " + (f"FAILED: {fails[0][:100]}" if fails else "not run"))
+            continue
+        rng = f"{min(m.seconds for m in ms):.1f}-{max(m.seconds for m in ms):.1f}" if len(ms) > 1 else ""
+        rss = f"{max(m.peak_rss for m in ms) / 1e6:.0f}" if tool in ("ghbuild", "cut") else "-"
+        ratio = f"{median[tool] / median['ghbuild']:.2f}x" if "ghbuild" in median else "-"
+        print(f"{LABEL[tool]:<36} {median[tool]:7.1f} {rng:>12} {total / median[tool] / 1e6:6.0f} {rss:>11} "
+              f"{ratio:>7}")
+    print()
+    for m in bench.measurements:
+        if m.notes or not m.ok:
+            print(f"note: {m.tool} run {m.run}: " + "; ".join(m.notes) + (f"; FAILED: {m.error}" if not m.ok else ""))
+    print("\nwhere the time goes (CPU seconds during each run; 2 cores; the registries are shared with anything "
+          "else running):")
+    for m in bench.measurements:
+        if m.ok:
+            cpu = ", ".join(f"{k} {v:.1f}" for k, v in m.cpu.items() if v == v)
+            print(f"  {m.tool:<7} run {m.run}: {m.seconds:6.1f} s wall; cpu s: {cpu}{phases(m)}")
+    print()
+    for good, text in verdicts(bench, median, found):
+        print(f"goal {'met' if good else 'NOT met'}: {text}")
+    for m in bench.measurements if bench.args.verbose else ():
+        if m.timeline:
+            print(f"\nghbuild's log, {m.tool} run {m.run}:\n" + "\n".join(f"  {t:6.1f}  {line[:140]}"
+                                                                           for t, line in m.timeline))
+
+
+def phases(m: pc.Measurement) -> str:
+    """ghbuild's blob copies, then its tag phase (the publish lease's settle time, then the tag writes)."""
+    copied = [t for t, line in m.timeline if line.lstrip().startswith("copy   sha256:")]
+    tagged = [t for t, line in m.timeline if line.lstrip().startswith("tag ")]
+    if not copied or not tagged:
+        return ""
+    return f"; blobs copied by {copied[-1]:.1f} s, tag phase (publish lease) {tagged[-1] - copied[-1]:.1f} s"
+
+
+def verdicts(bench: BigBench, median: dict[str, float], found: dict[str, list[pc.Measurement]]
+             ) -> list[tuple[bool, str]]:
+    out = []
+    g = median.get("ghbuild")
+    if g and "floor" in median:
+        ratio = g / median["floor"]
+        out.append((ratio <= GOAL_FLOOR, f"ghbuild takes {ratio:.2f}x the hub's ingest floor, "
+                                         f"{g - median['floor']:+.1f} s (goal <= {GOAL_FLOOR}x)"))
+    if g and "skopeo" in median:
+        ratio = g / median["skopeo"]
+        out.append((ratio <= GOAL_SKOPEO, f"ghbuild takes {ratio:.2f}x skopeo's time, {g - median['skopeo']:+.1f} s "
+                                          f"(goal <= {GOAL_SKOPEO}x)"))
+    runs = found.get("ghbuild", []) + found.get("cut", [])
+    if runs:
+        peak = max(m.peak_rss for m in runs)
+        out.append((peak <= GOAL_RSS, f"ghbuild's peak RSS {peak / 1e6:.0f} MB over {len(runs)} publish(es) of "
+                                      f"{bench.blob_bytes / 1e9:.1f} GB (goal <= {GOAL_RSS / 1e6:.0f} MB)"))
+    c = bench.cut
+    if c:
+        resent = c["sent"] - bench.blob_bytes
+        limit = RESUMED_SLACK if c["resumed"] else GOAL_RESENT * c["cut_size"]
+        how = (f"resumed ({c['resumed']})" if c["resumed"] else f"sent again whole ({c['resent']})")
+        out.append((resent <= limit,
+                    f"cut at {c['cut_at'] / 1e6:,.0f} of {c['cut_size'] / 1e6:,.0f} MB, {how}: {c['sent'] / 1e6:,.0f} "
+                    f"MB sent in all = {c['sent'] / bench.blob_bytes:.2f}x the image ({c['reported'] / 1e6:,.0f} MB "
+                    f"by ghbuild's count); re-sent {resent / 1e6:,.0f} MB = {resent / c['cut_size']:.2f}x the cut "
+                    "blob (goal <= " + ("16 MiB in flight: resumed)" if c["resumed"] else f"{GOAL_RESENT}x)")))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=1, help="runs of skopeo, ghbuild and the floor (median)")
+    parser.add_argument("--layer-mib", type=int, default=4096, help="payload of each image's big layer, MiB")
+    parser.add_argument("--no-cut", action="store_true", help="skip (e), the publish with one upload cut")
+    parser.add_argument("--installed", action="store_true", help="time ghbuild installed as the setup action "
+                        "installs it in a job (not the development venv's editable install)")
+    parser.add_argument("--verbose", action="store_true", help="print ghbuild's timestamped log")
+    parser.add_argument("--clean", action="store_true", help=f"delete the cached layers ({CACHE_DIR}) and exit")
+    args = parser.parse_args()
+    if args.clean:
+        size = sum(f.stat().st_size for f in CACHE_DIR.rglob("*") if f.is_file())
+        shutil.rmtree(CACHE_DIR, ignore_errors=True)
+        print(f"deleted {CACHE_DIR} ({size / 1e9:.1f} GB)")
+        return 0
+    if args.repeats < 1 or args.layer_mib < 1:
+        parser.error("--repeats and --layer-mib: >= 1")
+    # What publish_copy.Bench reads of its own options: scenario 1 (an empty hub), no docker reference.
+    args.scenarios, args.no_floor, args.no_reference, args.reference_runs = [1], False, True, 0
+    return pc.run_bench(BigBench, args, report)
+
+if __name__ == "__main__":
+    raise SystemExit(main())
