@@ -16,6 +16,11 @@ Rules (`plan_prune`):
 
 Registries that delete by digest (GHCR versions, plain registries) go through `plan_digests`: a digest
 goes only when every tag on it goes, and an index's children go with it unless a kept tag refers to them.
+
+cosign's attachments (`sha256-<hex>.sig`, `.att`, `.sbom`: a signature, an attestation, an SBOM of the
+manifest `sha256:<hex>`) are never candidates and protect nothing: each goes with the manifest it is about
+(deleted before it, so an interrupted run leaves an unsigned image to delete, never an orphaned signature), and
+stays while that manifest stays.
 """
 
 from __future__ import annotations
@@ -84,6 +89,9 @@ def nightly_pattern(nightly_tag: str, suffixes: Iterable[str]) -> re.Pattern[str
                       rf"{re.escape(nightly_tag)}-([0-9a-f]{{40}})()")
 
 
+ATTACHMENT_RE = re.compile(r"sha256-([0-9a-f]{64})\.(sig|att|sbom)")
+
+
 def moving_tags(nightly_tag: str, suffixes: Iterable[str]) -> frozenset[str]:
     return frozenset({nightly_tag, *(f"{nightly_tag}-{s}" for s in suffixes)})
 
@@ -104,9 +112,13 @@ def plan_prune(tags: Sequence[TagInfo], keep: int, nightly_tag: str = "nightly",
 
     groups: dict[str, list[TagInfo]] = {}
     others: list[TagInfo] = []
+    attachments: dict[str, list[TagInfo]] = {}     # the manifest they are about -> cosign's tags on it
     for tag in sorted(tags, key=lambda t: t.name):
         m = pattern.fullmatch(tag.name)
-        if m and tag.name not in moving:
+        about = ATTACHMENT_RE.fullmatch(tag.name)
+        if about:
+            attachments.setdefault(f"sha256:{about.group(1)}", []).append(tag)
+        elif m and tag.name not in moving:
             groups.setdefault(m.group(1), []).append(tag)
         else:
             others.append(tag)
@@ -155,8 +167,32 @@ def plan_prune(tags: Sequence[TagInfo], keep: int, nightly_tag: str = "nightly",
             else:
                 delete.append(Decision(tag.name, tag.digest, tag.pushed, sha, "old",
                                        f"commit #{rank[sha]}: older than the newest {keep}"))
+    delete = _with_attachments(delete, keep_list, attachments, protected, {t.digest: t for t in tags if t.digest})
     commits = timed + [(sha, None) for sha in untimed]
     return PrunePlan(keep_list, delete, protected, commits, kept_commits)
+
+
+def _with_attachments(delete: list[Decision], keep_list: list[Decision], attachments: Mapping[str, list[TagInfo]],
+                      protected: Mapping[str, str], tagged: Mapping[str, TagInfo]) -> list[Decision]:
+    """The deletions with each deleted manifest's attachments (and those of its unprotected children) just
+    before it; every other attachment is kept (into `keep_list`)."""
+    out: list[Decision] = []
+    gone: set[str] = set()
+    for decision in delete:
+        about = [decision.digest] if decision.digest else []
+        source = tagged.get(decision.digest or "")
+        about += [c for c in (source.children if source else ()) if c not in protected]
+        for digest in about:
+            for tag in attachments.get(digest, ()) if digest not in gone else ():
+                out.append(Decision(tag.name, tag.digest, tag.pushed, decision.commit, "old",
+                                    f"cosign attachment of {digest[:19]}, deleted with it"))
+            gone.add(digest)
+        out.append(decision)
+    for digest, found in attachments.items():
+        if digest not in gone:
+            keep_list.extend(Decision(t.name, t.digest, t.pushed, None, "other",
+                                      f"cosign attachment of {digest[:19]}, which stays") for t in found)
+    return out
 
 
 @dataclass(frozen=True)
