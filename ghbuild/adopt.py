@@ -334,6 +334,12 @@ jobs:
     permissions:
       contents: read
       packages: write       # per-commit images and the layer cache on GHCR
+      actions: read         # the build reads the Actions cache usage against its budget
+      id-token: write       # only the trusted build jobs ask for it: the AWS role below
+    with:
+      # An AWS role for the sccache bucket, assumed with the trusted job's OIDC token: no stored keys
+      # (docs/trust.md, "Keyless AWS credentials"); or leave it empty and set the two secrets.
+      aws-role-to-assume: ${{{{ vars.GHBUILD_AWS_ROLE_ARN }}}}
     secrets:
       aws-access-key-id: ${{{{ secrets.AWS_ACCESS_KEY_ID }}}}
       aws-secret-access-key: ${{{{ secrets.AWS_SECRET_ACCESS_KEY }}}}
