@@ -27,7 +27,7 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
     """
     prepared = [copy._prepare(plan, factory, dry_run, log) for plan in plans]     # 1. nothing written yet
     if trust is not None:
-        signing.verify_staging(trust, prepared, log, warn)
+        signing.verify_staging(trust, prepared, log)
     stats = {id(p): registry.CopyStats() for p in prepared}
     # What the tags hold now, read before the copies: a manifest a tag of its repository holds needs no lookup
     # of its own (a republish reads only its tags). The values decide only whether a tag must move; a move
@@ -43,7 +43,7 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
                                if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
             copy._transfer(prep, stats[id(prep)], log, tagged)                   # 2, 3. no tag moves
             if trust is not None:
-                signing.sign_published(trust, prep, log, warn)
+                signing.sign_published(trust, prep, log)
     phase = tag_moves.TagPhase()
     if dry_run:
         for move in moves:

@@ -112,6 +112,12 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     from ghbuild.publish import copy, execute, signing  # the registry layer: not for a publish refused above
     from ghbuild.registry import client as registry
 
+    trust = signing.for_publish(env, options.trust.canonical_repository or env.get("GITHUB_REPOSITORY"),
+                                source_url if recorded is not None else None,
+                                [name for name in images if options.images[name].attest.provenance == "off"])
+    unchecked = signing.gate(trust, f"publish {kind}", dry_run) if trust is not None else None
+    if unchecked:           # before any registry request; refused (exit 13) in GitHub Actions
+        warn(unchecked)
     if factory is None:
         factory = registry.client_factory(env, log)
     if kind == "release":
@@ -119,10 +125,7 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     else:
         plans = _nightly_plans(options, images, sha, owner, recorded, source_url)
     group = group or (lambda title: contextlib.nullcontext())
-    trust = signing.for_publish(env, options.trust.canonical_repository or env.get("GITHUB_REPOSITORY"),
-                                source_url if recorded is not None else None,
-                                [name for name in images if options.images[name].attest.provenance == "off"])
-    outcome = PublishRun(kind=kind, sha=sha, results=[], version=version)
+    outcome = PublishRun(kind=kind, sha=sha, results=[], version=version, unchecked=unchecked)
     title = f"publish {kind} {', '.join(p.image for p in plans)}{' (dry run)' if dry_run else ''}"
     if plans:
         with group(title):

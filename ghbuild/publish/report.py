@@ -36,6 +36,8 @@ def summary(outcome: PublishRun, dry_run: bool = False) -> str:
     title = f"ghbuild publish {outcome.kind}" + (f" v{outcome.version}" if outcome.version else "")
     lines = [f"### {md(title)}" + (" (dry run: nothing pushed)" if dry_run else ""), "",
              f"Commit {code(outcome.sha)}.", ""]
+    if outcome.unchecked:       # a GitHub alert: the opt-out or the local warning is not a footnote
+        lines += ["> [!WARNING]", f"> {md(outcome.unchecked)}", ""]
     for result in outcome.results:
         moved = set(result.moved)
         left = {a.split()[1] for a in result.actions if a.startswith("leave ")}

@@ -30,14 +30,16 @@ class PublishRun(SimpleNamespace):
     """What one `ghbuild publish nightly|release` did, for every image."""
 
     def __init__(self, kind: str, sha: str, results: list[PublishResult], version: Any = None,
-                 latest: bool = False, github_release: str | None = None) -> None:
+                 latest: bool = False, github_release: str | None = None, unchecked: str | None = None) -> None:
         super().__init__(kind=kind, sha=sha, results=results,
+                         unchecked=unchecked,               # what was not verified or signed, said loudly
                          version=version,                   # packaging Version, release only
                          latest=latest,
                          github_release=github_release)     # its URL; None: skipped or dry run
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "sha": self.sha, "images": [r.to_dict() for r in self.results]}
+        data: dict[str, Any] = {"kind": self.kind, "sha": self.sha, "images": [r.to_dict() for r in self.results],
+                                "unchecked": self.unchecked}
         if self.kind == "release" and self.results:
             data.update(version=str(self.version), latest=self.latest, github_release=self.github_release)
         return data

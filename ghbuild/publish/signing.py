@@ -36,11 +36,21 @@ def for_publish(env: Mapping[str, str], canonical_repository: str | None, source
                    frozenset(unattested))
 
 
-def verify_staging(signing: Signing, prepared: list[_Prepared], log: Callable[[str], None],
-                   warn: Callable[[str], None]) -> None:
-    """Before anything is written: each recorded digest's signature and provenance, else VerificationError."""
+def gate(signing: Signing, what: str, dry_run: bool) -> str | None:
+    """Before any registry request: a publish that cannot verify or sign is refused in GitHub Actions
+    (VerificationError, exit 13), else goes on; returns the warning to show (log and job summary), if any."""
+    unchecked = policy.unchecked_publish(signing.env, signing.verifier, signing.signer, what, dry_run)
+    if unchecked is None:
+        return None
+    if unchecked.refuse:
+        raise VerificationError(unchecked.message)
+    return unchecked.message
+
+
+def verify_staging(signing: Signing, prepared: list[_Prepared], log: Callable[[str], None]) -> None:
+    """Before anything is written: each recorded digest's signature and provenance, else VerificationError.
+    A publish that cannot verify has passed `gate` already (and said so)."""
     if not signing.verifier.verifies:
-        warn(f"publish: staging images {signing.verifier.reason}")
         return
     cosign = signing.cosign
     for prep in prepared:
@@ -53,11 +63,10 @@ def verify_staging(signing: Signing, prepared: list[_Prepared], log: Callable[[s
                 + (f", provenance of {', '.join(done.platforms)}" if done.platforms else ""))
 
 
-def sign_published(signing: Signing, prep: _Prepared, log: Callable[[str], None],
-                   warn: Callable[[str], None]) -> None:
-    """Sign every digest this image publishes (per-arch, index) where no valid signature of ours is yet."""
+def sign_published(signing: Signing, prep: _Prepared, log: Callable[[str], None]) -> None:
+    """Sign every digest this image publishes (per-arch, index) where no valid signature of ours is yet (a
+    publish that cannot sign has passed `gate` already, and said so)."""
     if not signing.signer.signs:
-        warn(f"publish: {prep.plan.publish} {signing.signer.reason}")
         return
     cosign = signing.cosign
     annotations = policy.signed_annotations(signing.source_url, prep.plan.sha)

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ghbuild.errors import ConfigError
+
 GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
+# A repository variable (never the checkout's ghbuild.toml): `false` lets a publish in GitHub Actions go on
+# without verifying or signing, for a repository that does not sign at all; said in the job summary.
+REQUIRE_SIGNATURE = "GHBUILD_REQUIRE_SIGNATURE"
 LABEL_SOURCE = "org.opencontainers.image.source"
 LABEL_REVISION = "org.opencontainers.image.revision"
 
@@ -67,6 +72,57 @@ def verifier(env: Mapping[str, str], canonical_repository: str | None, key: str 
     return Verifier("none", None, canonical_repository,
                     "not verified: GHBUILD_VERIFY_KEY is unset and this job has no GitHub OIDC token to "
                     "sign or verify keyless with")
+
+
+def in_github_actions(env: Mapping[str, str]) -> bool:
+    """A job on GitHub's runners. act (ACT=true) runs the same workflows on a laptop: local use, not this."""
+    return env.get("GITHUB_ACTIONS") == "true" and env.get("ACT") != "true"
+
+
+class Unchecked(NamedTuple):
+    """A publish that cannot verify (or sign): refused, or let through with a warning the summary shows."""
+
+    refuse: bool
+    message: str              # one line
+
+
+def unchecked_publish(env: Mapping[str, str], verifier: Verifier, signer: Signer, what: str,
+                      dry_run: bool = False) -> Unchecked | None:
+    """What a publish (`what`: "publish nightly") does when it cannot verify the staging images' signatures or
+    cannot sign what it publishes; None when it can do both. In GitHub Actions it fails closed (a staging image
+    any job with a write token pushed, labelled and recorded like the trusted build's, must not slip through
+    because a key or `id-token: write` is missing), unless GHBUILD_REQUIRE_SIGNATURE=false; outside (a laptop,
+    act) it warns that nothing was verified. A dry run writes nothing: it says what a real run would do."""
+    if verifier.verifies and signer.signs:
+        return None
+    setting = (env.get(REQUIRE_SIGNATURE) or "").strip().lower()
+    if setting not in ("", "true", "false"):
+        raise ConfigError(f"{REQUIRE_SIGNATURE}={env.get(REQUIRE_SIGNATURE)!r}: expected true or false")
+    gaps = []
+    if not verifier.verifies:
+        gaps.append("the staging images' signatures cannot be verified (GHBUILD_VERIFY_KEY is unset and this job "
+                    "has no GitHub OIDC token)")
+    if not signer.signs:
+        gaps.append("what is published cannot be signed (GHBUILD_SIGN_KEY is unset and this job has no GitHub "
+                    "OIDC token)")
+    missing = "; ".join(gaps)
+    outcome = " and ".join(word for word, gap in (("NOT VERIFIED", not verifier.verifies),
+                                                   ("NOT SIGNED", not signer.signs)) if gap)
+    if setting == "false":
+        return Unchecked(False, f"{what}: {outcome}: {REQUIRE_SIGNATURE}=false, this repository opted out of "
+                                f"signatures: {missing}")
+    if in_github_actions(env) and not dry_run:
+        cannot, key = (("verify the staging images' signatures", "GHBUILD_VERIFY_KEY (a cosign public key)")
+                       if not verifier.verifies else
+                       ("sign what it publishes", "GHBUILD_SIGN_KEY (its password in COSIGN_PASSWORD)"))
+        return Unchecked(True, f"{what}: refused in GitHub Actions: cannot {cannot}: grant the publish job "
+                               f"`id-token: write` (keyless) or set {key}; a repository that does not sign sets "
+                               f"the variable {REQUIRE_SIGNATURE}=false; nothing was written")
+    checked = ("only the build records and image labels were checked, which anyone with a staging write token "
+               "can forge; " if not verifier.verifies else "")
+    return Unchecked(False, f"{what}: {outcome}: {missing}; {checked}"
+                            + ("GitHub Actions would refuse this publish" if dry_run else
+                               "outside GitHub Actions publishing goes on"))
 
 
 def signed_annotations(source_url: str, sha: str) -> dict[str, str]:

@@ -135,30 +135,66 @@ def test_ghbuild_verify_refuses_in_one_line(session, hub, keys, signed):
         assert len(lines) == 1 and lines[0].startswith("ghbuild: not verified: ") and why in lines[0], (case, lines)
 
 
-def test_a_swapped_staging_image_with_the_same_labels_is_refused(session, hub, keys, signed, tmp_path):
-    """Someone with a staging write token pushes their own image, labelled as the trusted build's, and points the
-    record at it: the labels and the record agree, the signature does not: exit 13, nothing in the hub."""
+@pytest.fixture(scope="module")
+def forged(session, signed, tmp_path_factory):
+    """Someone with a staging write token pushes their own image, labelled as the trusted build's (with
+    provenance too), and a record pointing at it: the records folder."""
     sha, _, _ = signed
+    work = tmp_path_factory.mktemp("forged")
     name = f"ghbuild-test-{session.sid}/cpu"
     forged_ref = f"{session.registry.host}/{name}:{sha}-forged"
-    (tmp_path / "Dockerfile").write_text(f"FROM {session.local['GHBUILD_BUILD_BASE_IMAGE']}\nRUN echo evil > /evil\n")
+    (work / "Dockerfile").write_text(f"FROM {session.local['GHBUILD_BUILD_BASE_IMAGE']}\nRUN echo evil > /evil\n")
     built = subprocess.run([session.docker, "buildx", "build", "--platform", "linux/amd64", "--provenance=mode=max",
                             "--label", f"org.opencontainers.image.source={SOURCE}",
                             "--label", f"org.opencontainers.image.revision={sha}",
-                            "--metadata-file", str(tmp_path / "md.json"), "--tag", forged_ref,
-                            "--output", "type=image,push=true", str(tmp_path)],
+                            "--metadata-file", str(work / "md.json"), "--tag", forged_ref,
+                            "--output", "type=image,push=true", str(work)],
                            env=session.base_env, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-2000:]
-    forged = json.loads((tmp_path / "md.json").read_text())["containerimage.digest"]
-    records = tmp_path / "records"
+    digest = json.loads((work / "md.json").read_text())["containerimage.digest"]
+    records = work / "records"
     records.mkdir()
     (records / "cpu-amd64.json").write_text(json.dumps({
-        "id": "cpu-amd64", "image": "cpu", "arch": "amd64", "platform": "linux/amd64", "digest": forged,
-        "ref": f"{session.registry.host}/{name}@{forged}", "sha": sha, "trusted": True, "signature": "key"}))
+        "id": "cpu-amd64", "image": "cpu", "arch": "amd64", "platform": "linux/amd64", "digest": digest,
+        "ref": f"{session.registry.host}/{name}@{digest}", "sha": sha, "trusted": True, "signature": "key"}))
+    return digest, records
+
+
+def test_a_swapped_staging_image_with_the_same_labels_is_refused(session, hub, keys, signed, forged):
+    """The labels and the record agree, the signature does not: exit 13, nothing in the hub."""
+    sha, _, _ = signed
+    digest, records = forged
     template, repo = _hub(session, hub, "-forged")
     proc = publish("nightly", keys, template, records, "--sha", sha)
     assert proc.returncode == 13, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("ghbuild: not verified: ") and forged in last and "no signatures found" in last, last
+    assert last.startswith("ghbuild: not verified: ") and digest in last and "no signatures found" in last, last
     assert "Traceback" not in proc.stderr
     assert not hub.tags(repo.split("/", 1)[1])
+
+
+def test_in_github_actions_a_publish_that_cannot_verify_is_refused(session, hub, keys, signed, forged, tmp_path):
+    """The same forged image and record, in a GitHub Actions run whose publish job lacks GHBUILD_VERIFY_KEY and
+    `id-token: write`: refused (exit 13) in one line saying what to set, nothing in the hub. Under act, the
+    same run goes on with a warning that nothing was verified (and publishes the forgery: that is what the
+    refusal in Actions is for)."""
+    sha, _, _ = signed
+    _, records = forged
+    template, repo = _hub(session, hub, "-actions")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main", "after": sha, "repository": {
+        "full_name": "ghbuild/ghbuild", "default_branch": "main", "owner": {"login": "ghbuild"}}}))
+    env = {k: v for k, v in keys.items() if k not in ("GHBUILD_SIGN_KEY", "GHBUILD_VERIFY_KEY")}
+    env.update(GITHUB_ACTIONS="true", GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(event),
+               GITHUB_REPOSITORY="ghbuild/ghbuild", GITHUB_REF="refs/heads/main", GITHUB_SHA=sha,
+               GITHUB_SERVER_URL="https://github.com", GHBUILD_REGISTRIES_PUBLISH=template)
+    argv = [*ghbuild_argv(), "publish", "nightly", "--image", "cpu", "--records", str(records)]
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 13, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ghbuild: not verified: publish nightly: refused in GitHub Actions: cannot verify"), last
+    assert "`id-token: write`" in last and "GHBUILD_VERIFY_KEY" in last
+    assert not hub.tags(repo.split("/", 1)[1])
+    act = subprocess.run(argv, cwd=REPO, env=dict(env, ACT="true"), capture_output=True, text=True, timeout=600)
+    assert act.returncode == 0, act.stderr[-2000:]
+    assert "NOT VERIFIED and NOT SIGNED" in act.stderr and "can forge" in act.stderr
