@@ -125,6 +125,8 @@ PINNED_RUNTIMES = {
     ("actions/download-artifact", "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"): ("v8.0.1", "node24"),
     # a composite action that runs a container: no Node runtime
     ("pypa/gh-action-pypi-publish", "76f52bc884231f62b9a034ebfe128415bbaabdfc"): ("v1.12.4", "composite"),
+    # composite (bash): installs cosign v2.5.3, checked against the sha256 its action.yml pins
+    ("sigstore/cosign-installer", "d58896d6a1865668819e1d91763c7751a165e159"): ("v3.9.2", "composite"),
     # Releases that run on Node 20, kept so that going back to one fails with the reason.
     ("docker/login-action", "5e57cd118135c172c3672efd75eb46360885c0ef"): ("v3.6.0", "node20"),
     ("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02"): ("v4.6.2", "node20"),
@@ -218,12 +220,44 @@ def test_least_privilege_permissions():
 
 
 def _oidc_allowed(workflow: str, job: dict) -> bool:
-    """`id-token: write` (aws-role-to-assume): in build-images.yml only a job that runs for the trusted run alone;
-    elsewhere only a call of build-images.yml, whose own jobs decide (a caller's permissions only cap them)."""
+    """`id-token: write` (aws-role-to-assume, keyless signing): in build-images.yml only a job that runs for the
+    trusted run alone; the publishing job of nightly.yml and release.yml (the `publish` environment, the publish
+    action: keyless verification and signing); elsewhere only a call of build-images.yml, whose own jobs decide
+    (a caller's permissions only cap them)."""
     if workflow == "build-images.yml":
         return "needs.plan.outputs.trusted == 'true'" in str(job.get("if", "")) \
             and job.get("environment") == "${{ inputs.trusted-environment }}"
+    if workflow in ("nightly.yml", "release.yml") and job.get("environment") == "publish":
+        return any(str(step.get("uses", "")) == "$/.github/actions/publish" for step in job.get("steps") or [])
     return str(job.get("uses", "")).endswith("/.github/workflows/build-images.yml")
+
+
+SIGNING_SECRETS = ("COSIGN_PRIVATE_KEY", "COSIGN_PASSWORD", "COSIGN_PUBLIC_KEY")
+
+
+def test_only_the_publishing_jobs_get_an_oidc_token_and_the_signing_secrets():
+    for name, publishing in (("nightly.yml", "publish"), ("release.yml", "release")):
+        jobs = load(GITHUB / "workflows" / name)["jobs"]
+        with_token = {job_id for job_id, job in jobs.items()
+                      if (job.get("permissions") or {}).get("id-token") and "uses" not in job}
+        assert with_token == {publishing}, name
+        steps = jobs[publishing]["steps"]
+        setup = next(step for step in steps if step.get("uses") == "$/.github/actions/setup")
+        assert setup["with"]["cosign"] is True
+        # the signing secrets reach the publish step alone, through env (never a `run:` line, never the job)
+        holders = [step.get("name") for step in steps if any(k in str(step.get("env") or {}) for k in SIGNING_SECRETS)]
+        assert holders == [f"Publish the {'nightly' if name == 'nightly.yml' else 'release'}"], (name, holders)
+        assert not any(k in str(jobs[publishing].get("env") or {}) for k in SIGNING_SECRETS)
+        env = next(step for step in steps if step.get("uses") == "$/.github/actions/publish")["env"]
+        assert env["GHBUILD_SIGN_KEY"] == "${{ secrets.COSIGN_PRIVATE_KEY != '' && 'env://COSIGN_PRIVATE_KEY' || '' }}"
+        assert env["GHBUILD_REQUIRE_SIGNATURE"] == "${{ vars.GHBUILD_REQUIRE_SIGNATURE }}"
+    # build-images.yml: the shared build steps hand the key only to the trusted run, which installs cosign
+    build = load(GITHUB / "workflows" / "build-images.yml")["jobs"]["build"]["steps"]
+    env = next(step for step in build if step.get("id") == "build")["env"]
+    for key in ("COSIGN_PRIVATE_KEY", "COSIGN_PASSWORD", "GHBUILD_SIGN_KEY"):
+        assert env[key].strip().startswith("${{ needs.plan.outputs.trusted == 'true' && "), key
+    setup = next(step for step in build if step.get("uses") == "$/.github/actions/setup")
+    assert setup["with"]["cosign"] == "${{ needs.plan.outputs.trusted == 'true' }}"
 
 
 def test_only_the_trusted_jobs_can_have_an_oidc_token():
@@ -256,8 +290,9 @@ def test_action_bodies_only_call_ghbuild():
         if runs["using"] != "composite":
             continue
         for step in runs["steps"]:
-            if path.parent.name == "setup" and "uses" in step:   # the environment's cache, nothing else
-                assert re.fullmatch(r"actions/cache/(restore|save)@[0-9a-f]{40}", step["uses"]), step["uses"]
+            if path.parent.name == "setup" and "uses" in step:   # the environment's cache, and cosign when asked
+                assert re.fullmatch(r"actions/cache/(restore|save)@[0-9a-f]{40}|sigstore/cosign-installer@[0-9a-f]{40}",
+                                    step["uses"]), step["uses"]
                 continue
             assert "uses" not in step, f"{path}: composite actions here call no other action"
             command = " ".join(step["run"].split())

@@ -554,6 +554,8 @@ def main() -> int:
     write_command_file("GITHUB_OUTPUT", f"version={version}")
     write_command_file("GITHUB_OUTPUT", f"cached={'true' if cached or restored else 'false'}")
     write_command_file("GITHUB_OUTPUT", f"staged={'true' if staged else 'false'}")
+    # The action installs cosign (signing, `ghbuild verify`) only when asked and the runner has none.
+    write_command_file("GITHUB_OUTPUT", f"cosign={shutil.which('cosign') or ''}")
     if restored:
         # The key is the hash of these sources: say which checkout they are, as an install does.
         print(f"ghbuild {version}: the environment of {root}, restored from the GitHub Actions cache into "
