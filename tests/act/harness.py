@@ -62,6 +62,7 @@ STANDIN_FOR = {
     "actions/download-artifact": "download-artifact",
     "actions/cache": "cache",
     "pypa/gh-action-pypi-publish": "pypi-publish",
+    "sigstore/cosign-installer": "cosign-installer",
 }
 # act copies the local tree for these: no stand-in.
 ACT_BUILTIN = {"actions/checkout"}
