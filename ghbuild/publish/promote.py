@@ -112,7 +112,8 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     from ghbuild.publish import copy, execute, signing  # the registry layer: not for a publish refused above
     from ghbuild.registry import client as registry
 
-    trust = signing.for_publish(env, options.trust.canonical_repository or env.get("GITHUB_REPOSITORY"),
+    canonical = options.trust.canonical_repository or env.get("GITHUB_REPOSITORY")
+    trust = signing.for_publish(env, canonical,
                                 source_url if recorded is not None else None,
                                 [name for name in images if options.images[name].attest.provenance == "off"])
     unchecked = signing.gate(trust, f"publish {kind}", dry_run) if trust is not None else None
@@ -140,7 +141,7 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
                                                     else "would be created"))
         else:
             assert version is not None   # a release run parsed it above
-            notes = release_notes(version, sha, outcome.results)
+            notes = release_notes(outcome, canonical or "", trust.signer.mode if trust else "none")
             outcome.github_release = create_github_release(env, version, sha, notes, version.is_prerelease,
                                                            outcome.latest)
             say(f"  GitHub release: {outcome.github_release}")

@@ -78,11 +78,35 @@ def outputs(outcome: PublishRun) -> dict[str, str]:
             "metadata": json.dumps(outcome.to_dict(), sort_keys=True)}
 
 
-def release_notes(version, sha: str, results: list[PublishResult]) -> str:
-    """Markdown for the GitHub release: every published tag with its digest."""
-    lines = [f"Images for v{version}, built from {sha}.", ""]
-    for result in results:
-        lines += [f"### {result.image}", "", "| tag | digest |", "|---|---|"]
+def release_notes(outcome: PublishRun, repository: str, signed: str) -> str:
+    """Markdown for the GitHub release, from what the release published: per image its tags and digests (the
+    multi-arch index, then each architecture's image), and the `ghbuild verify` command that checks it.
+    `repository`: the canonical OWNER/NAME the signatures name; `signed`: how publishing signed (key, keyless,
+    none: ghbuild.sign.policy)."""
+    lines = [f"Images for v{outcome.version} of {repository}, built from commit {outcome.sha}.", ""]
+    verify = []
+    for result in outcome.results:
+        lines += [f"### {result.image}", "", "| image | digest |", "|---|---|"]
         lines += [f"| `{ref}` | `{digest}` |" for ref, digest in result.tags.items()]
+        repo = _repository(result)
+        if repo and result.index_digest:
+            verify.append(f"{repo}@{result.index_digest}")
+        lines += [f"| `{repo}@{digest}` ({arch} alone) | `{digest}` |"
+                  for arch, digest in sorted(result.arch_digests.items()) if repo]
         lines.append("")
-    return "\n".join(lines)
+    lines += ["### Verify", ""]
+    if signed == "none" or not verify:
+        return "\n".join([*lines, "These images are not signed: there is nothing to verify them against.", ""])
+    how = ("signed with the project's cosign key; `cosign.pub` is its public key" if signed == "key" else
+           f"signed keyless by a GitHub Actions workflow of {repository} (Sigstore: Fulcio, Rekor)")
+    key = " --key cosign.pub" if signed == "key" else ""
+    lines += [f"Every digest above is {how}, and its provenance names commit {outcome.sha}. Check it with "
+              "ghbuild (with cosign 2 on PATH):", "", "```sh"]
+    lines += [f"ghbuild verify {ref} --repository {repository}{key} --sha {outcome.sha}" for ref in verify]
+    return "\n".join([*lines, "```", ""])
+
+
+def _repository(result: PublishResult) -> str | None:
+    """The publish repository (host/path) of a result, from its first tag reference."""
+    ref = next(iter(result.tags), "")
+    return ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else None

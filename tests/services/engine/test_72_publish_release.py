@@ -70,6 +70,8 @@ def test_release_publishes_version_arch_tags_latest_and_the_github_release(sessi
     assert status == 200 and body["target_commitish"] == sha and body["prerelease"] is False
     for digest in (*digests.values(), index):
         assert digest in body["body"]
+    # unsigned here (no key, not in GitHub Actions): the notes say so instead of offering `ghbuild verify`
+    assert "### Verify" in body["body"] and "These images are not signed" in body["body"]
 
     # an older version published later never takes `latest`; a pre-release neither
     older, _ = release(session, hub, "", "--version", "1.1.5", "--sha", sha, "--json", gh=gh, records=records)
