@@ -124,7 +124,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
             stage_audits = layer_audit.start_stage_audits(ctx, uncompressed=not command.exports_every_stage())
             log_text = _build(report, ctx, command, echo=request.echo)
             _push_image(report, ctx, push)
-            cachemounts.save(mounts, job.cache_mounts, report.cache_mounts, report.warnings)
+            _save_cache_mounts(report, mounts, job, log_text)
             add_sccache_stats(report, decision, log_text)
             if report.image_id:
                 start = time.monotonic()
@@ -143,6 +143,19 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
 
 
 # --------------------------------------------------------------------------- the steps
+
+def _save_cache_mounts(report: BuildReport, mounts: cachemounts.MountRun | None, job: Job, log_text: str) -> None:
+    """Save the cache mounts a step of this build used; one that no step which ran mounted is as restored (or as
+    the builder had it): saving it would only read it out and find the same bytes."""
+    if mounts is None or len(report.cache_mounts) != len(job.cache_mounts):
+        return
+    used = buildlog.cache_mounts_used(log_text)
+    for mount, result in zip(job.cache_mounts, report.cache_mounts, strict=True):
+        if mount.id not in used and mount.write:
+            result["saved"] = {"status": "unchanged (no step that mounts it ran)", "to": mount.write, "seconds": 0}
+    busy = [(m, r) for m, r in zip(job.cache_mounts, report.cache_mounts, strict=True) if "saved" not in r]
+    cachemounts.save(mounts, tuple(m for m, _ in busy), [r for _, r in busy], report.warnings)
+
 
 def _job(plan: Plan, request: BuildRequest) -> Job:
     """The plan's job with the request's target, tags (ensure-base) and extra labels."""

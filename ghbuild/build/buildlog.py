@@ -160,3 +160,35 @@ def sccache_runs(log_text: str) -> SccacheRuns:
     runs.cached -= set(runs.stats)
     runs.unreadable |= ran - set(runs.stats) - runs.cached
     return runs
+
+
+_ERROR_RE = re.compile(r"^#(\d+) ERROR\b")
+_CACHE_MOUNT_RE = re.compile(r"--mount=(\S*)")
+
+
+def _cache_mount_id(spec: str) -> str | None:
+    """The id of a `--mount=` spec when it is a cache mount (BuildKit's default id is its target)."""
+    fields = dict(part.split("=", 1) if "=" in part else (part, "") for part in spec.split(","))
+    if fields.get("type") != "cache":
+        return None
+    return fields.get("id") or fields.get("target") or fields.get("dst") or fields.get("destination")
+
+
+def cache_mounts_used(log_text: str) -> set[str]:
+    """The ids of the cache mounts that a step which ran in this build mounted (a CACHED step mounted nothing:
+    BuildKit took its result from the layer cache). Used to skip saving a mount no step could have changed;
+    a step that prints fake progress lines can at most make a save happen or be skipped."""
+    mounted: dict[str, set[str]] = {}
+    ran: set[str] = set()
+    cached: set[str] = set()
+    for line in log_text.split("\n"):
+        line = line.rstrip()
+        if match := _STEP_RE.match(line):
+            ids = {i for spec in _CACHE_MOUNT_RE.findall(match.group(5)) if (i := _cache_mount_id(spec))}
+            if ids:
+                mounted.setdefault(match.group(1), set()).update(ids)
+        elif match := _CACHED_RE.match(line):
+            cached.add(match.group(1))
+        elif match := (_DONE_RE.match(line) or _ERROR_RE.match(line)):
+            ran.add(match.group(1))
+    return {i for step, ids in mounted.items() if step in ran and step not in cached for i in ids}
