@@ -8,7 +8,8 @@ from ghbuild.build.report import BuildReport
 from ghbuild.plan.cachemounts import CacheMountRef
 
 RAN = """\
-#7 [os-base 2/3] RUN --mount=type=cache,target=/var/cache/apt,sharing=locked     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked     apt-get update
+#7 [os-base 2/3] RUN --mount=type=cache,target=/var/cache/apt,sharing=locked     \
+--mount=type=cache,target=/var/lib/apt/lists,sharing=locked     apt-get update
 #7 0.512 Get:1 http://deb.debian.org/debian bookworm InRelease
 #7 DONE 4.1s
 
