@@ -85,3 +85,31 @@ def test_prune_deletes_attachments_with_their_image_and_keeps_shared_ones():
     assert {f"sha256-{c * 64}.sig" for c in "bce"} <= kept             # kept images' and a shared child's
     digests, _ = plan_digests(plan, tags, {old: [child_old, child_shared], new: [child_shared]})
     assert child_shared not in {d.digest for d in digests}
+
+
+def test_a_moved_per_arch_nightly_goes_with_its_commit_and_its_signature():
+    """`nightly-x86_64` moved from the first commit's per-arch index to the second's: the per-commit tag that
+    publishing also writes (`nightly-<sha>-x86_64`) keeps the first one a candidate, so its signature goes with it
+    instead of staying forever on a manifest no tag and no kept index names."""
+    from pathlib import Path
+
+    from ghbuild.config.configfile import from_data
+    from ghbuild.publish.plans import nightly_plan
+
+    registries = {"staging": "r.example/{owner}/ci-{image}", "publish": "r.example/{owner}/{image}"}
+    options = from_data({"registries": registries,
+                         "images": {"cpu": {"dockerfile": "Dockerfile", "platforms": ["linux/amd64", "linux/arm64"]}}},
+                        Path("ghbuild.toml"), {})
+    nightly = nightly_plan(options, "cpu", SHA, "org")
+    assert dict(nightly.commit_arch_tags) == {"amd64": f"nightly-{SHA}-x86_64", "arm64": f"nightly-{SHA}-arm64"}
+    assert not set(nightly.commit_arch_tags.values()) & nightly.moving
+    first, second = "1" * 40, "2" * 40
+    arch1, arch2, index1, index2 = (f"sha256:{c * 64}" for c in "abcd")
+    sig = lambda d: _t(f"sha256-{d[7:]}.sig", "sha256:" + d[7:8] * 63 + "f")  # noqa: E731
+    tags = [_t(f"nightly-{first}", index1, 1), _t(f"nightly-{first}-x86_64", arch1, 1),
+            _t(f"nightly-{second}", index2, 2), _t(f"nightly-{second}-x86_64", arch2, 2),
+            _t("nightly", index2, 2), _t("nightly-x86_64", arch2, 2), *map(sig, (arch1, arch2, index1, index2))]
+    plan = plan_prune(tags, keep=1)
+    assert {d.tag for d in plan.delete} == {f"nightly-{first}", f"nightly-{first}-x86_64",
+                                            f"sha256-{'a' * 64}.sig", f"sha256-{'c' * 64}.sig"}
+    assert {f"sha256-{c * 64}.sig" for c in "bd"} <= {d.tag for d in plan.keep}

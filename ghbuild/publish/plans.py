@@ -4,6 +4,7 @@ to the trusted build records."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from packaging.version import InvalidVersion, Version
@@ -41,6 +42,9 @@ class PublishPlan(NamedTuple):
     index_tags: tuple[str, ...]   # in push order: the moving tag (nightly, latest) last
     moving: frozenset[str] = frozenset()   # the tags that move from commit to commit (nightly*, latest)
     source_url: str | None = None  # the canonical repository's URL the images' source label must name
+    # arch -> the per-commit per-arch tag (nightly: nightly-<sha>-<suffix>): what a moving per-arch tag held stays
+    # tagged, so retention deletes it (and its cosign signature) with its commit instead of never seeing it
+    commit_arch_tags: Mapping[str, str] = MappingProxyType({})
 
 
 def _repositories(options: Options, image: str, sha: str, owner: str) -> tuple[str, str]:
@@ -73,6 +77,7 @@ def nightly_plan(options: Options, image: str, sha: str, owner: str) -> PublishP
     return PublishPlan(kind="nightly", image=image, sha=sha, staging=staging, publish=publish, sources=sources,
                        arch_tags={s.arch: f"{nightly}-{s.suffix}" for s in sources},
                        index_tags=(f"{nightly}-{sha}", nightly),
+                       commit_arch_tags={s.arch: f"{nightly}-{sha}-{s.suffix}" for s in sources},
                        moving=frozenset({nightly, *(f"{nightly}-{s.suffix}" for s in sources)}))
 
 

@@ -170,10 +170,10 @@ def _tag_moves(prep: _Prepared) -> list[TagMove]:
     plan, moves = prep.plan, []
     for source in plan.sources:
         m = prep.manifests[source.arch]
-        tag = plan.arch_tags[source.arch]
-        rank = MOVING_ARCH if tag in plan.moving else IMMUTABLE_ARCH
-        moves.append(TagMove(plan.publish, prep.p_repo, prep.dst, tag, m.digest, m.raw, m.media_type, rank,
-                                       plan.image))
+        for tag in filter(None, (plan.commit_arch_tags.get(source.arch), plan.arch_tags[source.arch])):
+            rank = MOVING_ARCH if tag in plan.moving else IMMUTABLE_ARCH
+            moves.append(TagMove(plan.publish, prep.p_repo, prep.dst, tag, m.digest, m.raw, m.media_type, rank,
+                                 plan.image))
     for tag in plan.index_tags:
         rank = MOVING_INDEX if tag in plan.moving else IMMUTABLE_INDEX
         moves.append(TagMove(plan.publish, prep.p_repo, prep.dst, tag, prep.result.index_digest or "",

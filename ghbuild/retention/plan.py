@@ -1,7 +1,8 @@
 """Retention of nightly tags, the plan: which tags stay and which go, per repository. Pure: no I/O.
 
-Publishing leaves one multi-arch index per commit (`<nightly>-<40 hex sha>`, optionally with per-arch
-`<nightly>-<sha>-<suffix>` tags) next to the moving tags (`<nightly>`, `<nightly>-<suffix>`). Pruning keeps
+Publishing leaves one multi-arch index per commit (`<nightly>-<40 hex sha>`) and its per-arch
+`<nightly>-<sha>-<suffix>` tags (older publishes and other tools may have none) next to the moving tags
+(`<nightly>`, `<nightly>-<suffix>`). Pruning keeps
 the newest N commits (config `publish.retention`, default 14; a commit's index tag and its per-arch tags
 count as one) and deletes the rest.
 

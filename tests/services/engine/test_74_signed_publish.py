@@ -198,3 +198,48 @@ def test_in_github_actions_a_publish_that_cannot_verify_is_refused(session, hub,
     act = subprocess.run(argv, cwd=REPO, env=dict(env, ACT="true"), capture_output=True, text=True, timeout=600)
     assert act.returncode == 0, act.stderr[-2000:]
     assert "NOT VERIFIED and NOT SIGNED" in act.stderr and "can forge" in act.stderr
+
+
+def test_prune_leaves_no_orphaned_signature_and_keeps_what_a_kept_image_needs(session, hub, keys, signed):
+    """Two signed nightlies, then a prune keeping one commit. `nightly-x86_64` moved from the first commit's
+    per-arch index to the second's; the per-commit tag `nightly-<sha>-x86_64` still names the first, so it goes
+    with its commit, and so do both of its signatures: no `sha256-<hex>.sig` of a deleted manifest remains, and
+    every signature of the kept nightly still verifies."""
+    first, first_digest, first_records = signed
+    second = session.sha("signed-second")
+    second_records = session.workdir / "records-signed-second"
+    run = session.ghbuild("signed-second-amd64", "--target", "os-base", "--push", "--json", "--record",
+                          str(second_records / "cpu-amd64.json"), sha=second, env=keys, timeout=1200)
+    assert run.rc == 0, "\n".join(run.stderr.splitlines()[-30:])
+    template, repo = _hub(session, hub, "-prune")
+    name = repo.split("/", 1)[1]
+    results = {}
+    for sha, records, when in ((first, first_records, "1700000000"), (second, second_records, "1700086400")):
+        proc = publish("nightly", keys, template, records, "--sha", sha, "--commit-time", when, "--json")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (results[sha],) = json.loads(proc.stdout)["images"]
+    for tag, digest in (("nightly", results[second]["index_digest"]), ("nightly-x86_64", second_arch := next(
+            iter(results[second]["arch_digests"].values()))), (f"nightly-{first}-x86_64", first_digest)):
+        assert hub.manifest(name, tag)[1].get("docker-content-digest") == digest, tag
+    assert second_arch != first_digest
+    old = {results[first]["index_digest"], first_digest}
+    kept = {results[second]["index_digest"], *results[second]["arch_digests"].values()}
+    signatures = {f"sha256-{d.split(':')[1]}.sig" for d in old | kept}
+    assert signatures <= set(hub.tags(name))                 # publish signed all four
+
+    env = dict(keys, GHBUILD_REGISTRIES_PUBLISH=template, GHBUILD_PUBLISH_RETENTION="1")
+    pruned = subprocess.run([*ghbuild_argv(), "prune", "--apply", "--image", "cpu", *CONTEXT_FLAGS, "--json"],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert pruned.returncode == 0, pruned.stderr[-3000:]
+    deleted = {tag for entry in json.loads(pruned.stdout)[0]["deleted"] for tag in entry["tags"]}
+    left = set(hub.tags(name))
+    assert not {f"nightly-{first}", f"nightly-{first}-x86_64"} & left
+    orphans = {t for t in left if t.startswith("sha256-")} - {f"sha256-{d.split(':')[1]}.sig" for d in kept}
+    assert orphans == set(), orphans                          # no signature of a deleted manifest
+    # what nightly-x86_64 held before it moved went by its per-commit tag
+    assert {f"nightly-{first}", f"nightly-{first}-x86_64"} <= deleted, deleted
+    assert {f"sha256-{d.split(':')[1]}.sig" for d in kept} <= left
+    for ref in (f"{repo}:nightly", f"{repo}:nightly-x86_64", f"{repo}:nightly-{second}-x86_64"):
+        assert verify(ref, keys, "--sha", second).returncode == 0, ref
+    for digest in old:                                        # the old manifests are gone, not just untagged
+        assert hub.manifest(name, digest)[0] == 404, digest
