@@ -133,13 +133,18 @@ def test_only_closed_pull_requests_and_deleted_branches_go():
     assert scopes.decide(main, "deleted").action == "keep" and main.protected
 
 
-def test_a_trusted_scope_index_under_another_ref_is_never_deleted_and_is_reported():
-    """An index of the trusted scope stored under a pull request's ref should not exist; if it does, that ref's
-    entries are kept (deleting them could take blobs the trusted index lists) and the run says so."""
+def test_a_trusted_scope_index_under_a_pull_request_ref_is_judged_by_the_ref_and_reported():
+    """An index named like the trusted scope's stored under a pull request's ref should not exist; if it does,
+    the ref decides (a run on the trusted branch never reads entries stored under refs/pull/N/*, GitHub's cache
+    scoping): the closed pull request's entries go, and the run says what it saw."""
     ref = "refs/pull/9/merge"
-    groups = scopes.group_entries([CacheEntry(1, ref, index_key("main", "cpu", "x86_64", ref), 10)], FACTS)
-    assert scopes.decide(groups[0], "closed").action == "keep" and groups[0].protected
-    assert scopes.mismatches(groups) == [f"{ref} holds an index of the trusted scope main"]
+    junk = [CacheEntry(i, ref, blob_key(i), 500_000_000) for i in range(1, 19)]
+    fake = CacheEntry(99, ref, index_key("main", "cpu", "x86_64", ref), 10)
+    (group,) = scopes.group_entries([*junk, fake], FACTS)
+    assert not group.protected and scopes.needs_state(group)
+    assert scopes.decide(group, "open").action == "keep"
+    assert scopes.decide(group, "closed").action == "delete" and group.why == "pull request #9 is closed"
+    assert scopes.mismatches([group]) == [f"{ref} holds an index of the trusted scope main (judged by its ref alone)"]
 
 
 def test_the_grouping_module_is_pure():
@@ -320,6 +325,25 @@ def test_the_listing_follows_every_page(project, gh):
     lists = [parse_qs(urlsplit(r.path).query) for r in gh.requests if "/actions/caches?" in r.path]
     assert [(q["per_page"], q["sort"], q["direction"], q.get("page", ["1"])) for q in lists] == [
         (["100"], ["created_at"], ["asc"], [page]) for page in ("1", "2", "3")]
+
+
+def test_a_listing_past_the_page_bound_is_judged_and_applied_as_far_as_it_goes(project, gh):
+    """Verdicts are per ref and per entry, so a cut listing is safe to act on: what was seen is judged and
+    deleted, what was not stays, and a note says where the listing stopped (before: a refusal, nothing done)."""
+    gh.add_commits(REPO, "main", ["a" * 40])
+    gh.add_pull(REPO, 7, state="closed")
+    gh.add_pull(REPO, 8, state="closed")
+    seven = [gh.add_cache(REPO, "refs/pull/7/merge", blob_key(n), 2_000) for n in range(150)]
+    eight = [gh.add_cache(REPO, "refs/pull/8/merge", blob_key(1000 + n), 2_000) for n in range(100)]
+    options = configfile.load(str(project / "ghbuild.toml"), {}, project)
+    logs: list[str] = []
+    result = actions_cache.run(options, REPO, {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": gh.url}, apply=True,
+                               log=logs.append, sleep=lambda _: None, pace=0, max_pages=2)
+    assert result.ok and result.pages == 2
+    assert sorted(e["id"] for e in result.deleted) == sorted(seven + eight[:50])
+    assert sorted(e["id"] for e in gh.caches(REPO)) == sorted(eight[50:])
+    (note,) = [n for n in result.notes if "listing stopped" in n]
+    assert note.startswith("the listing stopped after 2 pages (200 entries, oldest first)") and "page=3" in note
 
 
 @pytest.mark.parametrize("token, env, fragment", [

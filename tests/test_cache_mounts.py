@@ -53,6 +53,8 @@ def test_an_environment_variable_sets_the_mounts_as_json(tmp_path):
     ('target = "/root/.cache,id=x"', "images.cpu.cache-mounts[0].target", "is not allowed here"),
     ('target = "/"', "images.cpu.cache-mounts[0].target", "not a folder a cache mount can be"),
     ('target = "/a/../etc"', "images.cpu.cache-mounts[0].target", "not a folder a cache mount can be"),
+    ('target = "/ghbuild-cache-in"', "images.cpu.cache-mounts[0].target", "is in /ghbuild-cache-in, where ghbuild"),
+    ('target = "/ghbuild-cache-out/x/"', "images.cpu.cache-mounts[0].target", "is in /ghbuild-cache-out, where"),
     ('target = "/a"\nmax-size = "huge"', "images.cpu.cache-mounts[0].max-size", "is not a size"),
     ('target = "/a"\nmax-size = 0', "images.cpu.cache-mounts[0].max-size", "more than 0 bytes"),
     ('target = "/a"\nuid = -1', "images.cpu.cache-mounts[0].uid", "-1"),
@@ -134,18 +136,19 @@ def test_mount_tags_are_valid_and_distinct():
 # --------------------------------------------------------------------------- the cap
 
 def _file(name: str, size: int, mtime: float) -> mountfiles.FileEntry:
-    return mountfiles.FileEntry(name, size, mtime, True)
+    """A file that takes `size` bytes in the tar (the ordering tests; the header's cost is tested below)."""
+    return mountfiles.FileEntry(name, size, mtime, True, stored=size)
 
 
 def test_under_the_cap_everything_is_kept():
-    entries = [mountfiles.FileEntry("d/", 0, 1, False), _file("d/a", 10, 1), _file("d/b", 10, 2)]
+    entries = [mountfiles.FileEntry("d/", 0, 1, False, stored=0), _file("d/a", 10, 1), _file("d/b", 10, 2)]
     selection = mountfiles.select_within(entries, cap=20)
     assert selection.keep == {"d/", "d/a", "d/b"} and selection.dropped_files == 0 and selection.bytes == 20
 
 
 def test_over_the_cap_the_oldest_files_are_left_out_first():
-    entries = [mountfiles.FileEntry("d/", 0, 0, False), _file("d/new", 40, 300), _file("d/old", 40, 100),
-               _file("d/mid", 40, 200), mountfiles.FileEntry("d/link", 0, 50, False, link="d/old")]
+    entries = [mountfiles.FileEntry("d/", 0, 0, False, stored=0), _file("d/new", 40, 300), _file("d/old", 40, 100),
+               _file("d/mid", 40, 200), mountfiles.FileEntry("d/link", 0, 50, False, link="d/old", stored=0)]
     selection = mountfiles.select_within(entries, cap=85)
     assert selection.keep == {"d/", "d/new", "d/mid"}          # the hard link to the left-out file goes too
     assert (selection.files, selection.bytes, selection.dropped_files, selection.dropped_bytes) == (2, 80, 1, 40)
@@ -157,6 +160,14 @@ def test_a_big_new_file_pushes_out_all_older_ones_and_one_over_the_cap_goes_too(
     assert mountfiles.select_within([_file("a", 5, 1), _file("c", 90, 3)], cap=80).keep == set()
     same_time = mountfiles.select_within([_file("b", 5, 1), _file("a", 5, 1)], cap=5)
     assert same_time.keep == {"b"}                                # ties: by name
+
+
+def test_every_member_costs_its_header_against_the_cap():
+    """Without a measured size a member takes its bytes and a 512-byte header: folders and links count too."""
+    folders = [mountfiles.FileEntry(f"d{i}/", 0, 0, False) for i in range(3)]
+    files = [mountfiles.FileEntry("old", 100, 1, True), mountfiles.FileEntry("new", 100, 2, True)]
+    selection = mountfiles.select_within([*folders, *files], cap=5 * 512 + 150)
+    assert selection.keep == {"d0/", "d1/", "d2/", "new"} and (selection.files, selection.bytes) == (1, 100)
 
 
 @pytest.mark.parametrize(("name", "kind", "link", "ok"), [

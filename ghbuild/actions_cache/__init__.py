@@ -61,7 +61,8 @@ def run(options: Any, repository: str, env: Mapping[str, str], *, apply: bool = 
     """List, group and judge the repository's Actions caches; with `apply`, delete the closed pull requests'
     and deleted branches' entries (`pace` seconds apart, default PACE). GITHUB_TOKEN (actions: read to list,
     actions: write to delete), GITHUB_API_URL. Raises PruneError for a missing or rejected token or an
-    unreadable listing before anything is deleted; failed deletes are in the result's `errors` (`ok` False)."""
+    unreadable listing before anything is deleted; failed deletes are in the result's `errors` (`ok` False). A
+    listing longer than the client's max_pages is judged as far as it goes, with a note."""
     client = ActionsCacheClient(repository, env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), sleep=sleep,
                                 log=log, **client_kwargs)
     repo = repository_facts(options, repository, client.default_branch())
@@ -70,7 +71,10 @@ def run(options: Any, repository: str, env: Mapping[str, str], *, apply: bool = 
     entries = [e for e in map(CacheEntry.from_api, client.list_caches()) if e is not None]
     result.pages, result.total_count = client.pages, client.total_count
     unique = len({e.id for e in entries})
-    if result.total_count is not None and result.total_count != unique:
+    if client.cut_at is not None:
+        result.notes.append(f"the listing stopped after {client.pages} pages ({unique} entries, oldest first): the "
+                            f"entries from {client.cut_at} on were not seen, so neither judged nor deleted")
+    elif result.total_count is not None and result.total_count != unique:
         result.notes.append(f"GitHub counted {result.total_count} entries and listed {unique}: the caches changed "
                             "while they were listed")
     try:

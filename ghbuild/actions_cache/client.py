@@ -52,6 +52,7 @@ class ActionsCacheClient(ApiClient):
         owner, _, name = repository.partition("/")
         self.repo_url = f"{self.api_url}/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
         self.total_count: int | None = None
+        self.cut_at: str | None = None      # the first page not listed, when the listing stopped at max_pages
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}", "Accept": "application/vnd.github+json",
@@ -77,12 +78,17 @@ class ActionsCacheClient(ApiClient):
             raise PruneError(f"{what}: the answer is not JSON") from None
 
     def list_caches(self) -> list[dict[str, Any]]:
-        """Every cache entry, page by page (Link rel="next", bounded, never a page twice, never another origin)."""
+        """Every cache entry, page by page (Link rel="next", never a page twice, never another origin); past
+        `max_pages` pages the listing stops there (`cut_at`: the first page not read)."""
         what = f"cache: listing the Actions caches of {self.repository}"
         url: str | None = f"{self.repo_url}/actions/caches?per_page={PER_PAGE}&sort=created_at&direction=asc"
         found: list[dict[str, Any]] = []
         seen: set[str] = set()
         while url is not None:
+            if len(seen) >= self.max_pages:
+                # Verdicts are per ref and per entry: what was listed can be judged without the rest.
+                self.cut_at = url
+                break
             self.visit_page(url, seen, what)
             r = self._get(url, what)
             page = self._json(r, f"{what}: page {len(seen)}")

@@ -164,8 +164,10 @@ class Group:
 
     @property
     def protected(self) -> bool:
-        """The trusted or default branch's entries, or a group holding a trusted-scope index: never deleted."""
-        return self.kind in PROTECTED_KINDS or any(s["kind"] == TRUSTED for s in self.scopes.values())
+        """The trusted or default branch's entries: never deleted. Decided by the ref alone, never by the keys: a
+        run on those branches never reads what is stored under another ref (GitHub's cache scoping), and a key
+        is whatever the run that wrote it chose (a pull request can name an index like the trusted scope's)."""
+        return self.kind in PROTECTED_KINDS
 
     def counts(self) -> dict[str, int]:
         kinds = [entry_kind(e.key) for e in self.entries]
@@ -214,7 +216,7 @@ def needs_state(group: Group) -> bool:
 def decide(group: Group, state: str | None, note: str = "") -> Group:
     """The verdict for a group, given its pull request's or branch's state ("open", "closed", "exists",
     "deleted", "unknown" or None); `note` says why a state is unknown. Only a closed pull request's and a deleted
-    branch's entries go; never the trusted or default branch's, never a group with a trusted-scope index."""
+    branch's entries go; never the trusted or default branch's (whatever the keys under other refs say)."""
     group.state = state
     group.action, group.why = "keep", _keep_reason(group, state, note)
     if not group.protected and ((group.kind == PULL_REQUEST and state == "closed")
@@ -230,8 +232,6 @@ def _keep_reason(group: Group, state: str | None, note: str) -> str:
         return "the trusted scope (stable branch of the canonical repository)"
     if group.kind == DEFAULT_BRANCH:
         return "the default branch: every run restores it"
-    if group.protected:
-        return "holds a trusted-scope index"
     if group.kind == PULL_REQUEST:
         return f"pull request #{group.name} is open" if state == "open" else f"pull request state unknown: {note}"
     if group.kind in (BRANCH, MERGE_QUEUE):
@@ -240,8 +240,9 @@ def _keep_reason(group: Group, state: str | None, note: str) -> str:
 
 
 def mismatches(groups: Sequence[Group]) -> list[str]:
-    """What looks wrong: a trusted-scope index stored under another ref (written by a run that should not)."""
-    return [f"{g.ref} holds an index of the trusted scope {scope}" for g in groups
+    """What looks wrong: a trusted-scope index stored under another ref (written by a run that should not). Its
+    ref's verdict stands: the trusted branch's runs cannot read it."""
+    return [f"{g.ref} holds an index of the trusted scope {scope} (judged by its ref alone)" for g in groups
             if g.kind not in PROTECTED_KINDS for scope, data in g.scopes.items() if data["kind"] == TRUSTED]
 
 

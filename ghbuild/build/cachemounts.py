@@ -21,7 +21,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple, cast
 
 from ghbuild import naming
 from ghbuild.build import buildcmd, engine, mountfiles
@@ -30,7 +30,10 @@ from ghbuild.plan.cachemounts import CacheMountRef
 
 CHUNK = 1 << 20
 GZIP_LEVEL = 3          # caches are mostly compressed already (wheels, .debs, crates): speed over ratio
-_TAR_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, ValueError)
+# MemoryError too: a hostile entry that still gets tarfile to hold too much is a warning, not a traceback.
+_TAR_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, ValueError, MemoryError)
+_SET_ID_BITS = 0o6000   # setuid, setgid: never carried into a mount a later step may run as root
+_Unusable = mountfiles.Unusable
 
 
 class MountRun(NamedTuple):
@@ -46,15 +49,37 @@ class MountRun(NamedTuple):
     namespace: str | None = None         # BUILDKIT_CACHE_MOUNT_NS of the build, if it passes one
 
 
-class _Unusable(Exception):
-    """An entry that is there but cannot be restored (wrong content, corrupt, over the cap)."""
-
-
 def restore(run: MountRun | None, mounts: tuple[CacheMountRef, ...], warnings: list[str]) -> list[dict[str, Any]]:
-    """Each mount's entry into the builder; one result per mount for the report (none without a MountRun)."""
+    """Each mount's entry into the builder; one result per mount for the report (none without a MountRun). The
+    steps' image is pinned to a digest first (`image` in each result: the save runs the same)."""
     if run is None:
         return []
-    return [_restore_one(run, mount, index, warnings) for index, mount in enumerate(mounts)]
+    try:
+        image = _step_image(run, warnings)
+    except (GhbuildError, *_TAR_ERRORS) as exc:
+        why = f"the steps' image {run.image} was not pinned to a digest ({_why(exc)})"
+        warnings.append(f"cache mounts: not restored or saved: {why}")
+        return [{"id": mount.id, "target": mount.target, "max_size": mount.max_size, "image": None,
+                 "restored": {"status": f"not restored ({why})", "bytes": 0, "seconds": 0}} for mount in mounts]
+    pinned = run._replace(image=image)
+    return [{**_restore_one(pinned, mount, index, warnings), "image": image} for index, mount in enumerate(mounts)]
+
+
+def _step_image(run: MountRun, warnings: list[str]) -> str:
+    """The image the steps run in (`sh`, `tar`, `cp`, with the trusted mount writable) as name@sha256: as
+    written when it is one, else its tag resolved now (as the sccache helper's), with a warning to pin it."""
+    if naming.is_digest_ref(run.image):
+        return run.image
+    from ghbuild.registry.lookup import registry_lookup
+
+    digest = registry_lookup(run.registries)(run.image)
+    if digest is None:
+        raise GhbuildError(f"{run.image} does not exist in its registry")
+    image = naming.pinned(run.image, digest)
+    warnings.append(f"cache mounts: the steps' image {run.image} is a tag, resolved now to {image}; set "
+                    "build.cache-mount-image to a name@sha256:... reference so that what runs beside the mounts "
+                    "is fixed")
+    return image
 
 
 def save(run: MountRun | None, mounts: tuple[CacheMountRef, ...], results: list[dict[str, Any]],
@@ -66,12 +91,19 @@ def save(run: MountRun | None, mounts: tuple[CacheMountRef, ...], results: list[
         if not mount.write:
             result["saved"] = {"status": "not written (this run may not write its cache scope)"}
             continue
+        if not result.get("image"):
+            result["saved"] = {"status": "not saved (the steps' image was not pinned)", "to": mount.write}
+            continue
         start = time.monotonic()
         try:
-            result["saved"] = _save_one(run, mount, index, result.get("restored") or {})
+            result["saved"] = _save_one(run._replace(image=result["image"]), mount, index,
+                                        result.get("restored") or {})
         except (GhbuildError, _Unusable, *_TAR_ERRORS) as exc:
             warnings.append(f"cache mount {mount.id}: not saved to {mount.write}: {_why(exc)}")
             result["saved"] = {"status": "failed", "to": mount.write}
+        if result["saved"].get("dropped_links"):
+            warnings.append(f"cache mount {mount.id}: {result['saved']['dropped_links']} symlink(s) pointing "
+                            "outside the mount (absolute or escaping targets) left out of the saved entry")
         result["saved"]["seconds"] = round(time.monotonic() - start, 2)
 
 
@@ -105,6 +137,9 @@ def _restore_one(run: MountRun, mount: CacheMountRef, index: int, warnings: list
                               "status": "kept (the builder had it)" if kept else "restored"}
         if kept:
             result["restored"]["bytes"] = 0
+        elif found["skipped_links"]:
+            warnings.append(f"cache mount {mount.id}: {found['skipped_links']} symlink(s) of {ref} pointing outside "
+                            "the mount (absolute or escaping targets) left out of the restore")
         break
     else:
         result["restored"] = {"status": "missing", "bytes": 0, "seconds": round(time.monotonic() - start, 2)}
@@ -125,7 +160,7 @@ def _fetch(run: MountRun, ref: str, mount: CacheMountRef, work: Path) -> dict[st
     if found is None:
         return None
     try:
-        digest, size = mountfiles.entry_layer(found.data, max_blob=mount.max_size + (mount.max_size >> 3) + (1 << 20))
+        digest, size = mountfiles.entry_layer(found.data, max_blob=mountfiles.read_limit(mount.max_size))
     except ValueError as exc:
         raise _Unusable(str(exc)) from None
     blob = work / "entry.tar.gz"
@@ -140,32 +175,97 @@ def _fetch(run: MountRun, ref: str, mount: CacheMountRef, work: Path) -> dict[st
         raise _Unusable(f"layer {digest[:19]}: the bytes read are not the digest's ({blob.stat().st_size} bytes)")
     context = work / "context"
     context.mkdir()
-    files, total = _checked_tar(blob, context / mountfiles.ENTRY_FILE, mount.max_size)
+    files, total, skipped = _checked_tar(blob, context / mountfiles.ENTRY_FILE, mount.max_size)
     (context / "nonce").write_text(uuid.uuid4().hex)    # the step runs every time, never from the layer cache
-    return {"digest": digest, "blob_bytes": size, "bytes": total, "files": files}
+    return {"digest": digest, "blob_bytes": size, "bytes": total, "files": files, "skipped_links": skipped}
 
 
-def _checked_tar(blob: Path, out: Path, cap: int) -> tuple[int, int]:
-    """gzip tar -> plain tar of its safe members; over the cap (beyond an eighth) it is refused."""
-    files = total = 0
+class _Bounded:
+    """An entry's decompressed bytes, refused past `limit`: a small gzip can hold a huge tar (or one huge PAX
+    header that tarfile would read whole)."""
+
+    def __init__(self, raw: Any, limit: int):
+        self.raw, self.limit, self.count = raw, limit, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size if size >= 0 else self.limit + 1 - self.count)
+        self.count += len(data)
+        if self.count > self.limit:
+            raise _Unusable(f"more than {self.limit} bytes once decompressed (the cap and an eighth)")
+        return data
+
+
+class _Members:
+    """The restore's check, member by member in the tar's order. Every member costs its header (512 bytes)
+    and its file bytes against the cap, and counts against MAX_MEMBERS. A member named outside the mount, a
+    device, or one under a symlink refuses the entry; symlinks are held back (written last, so nothing is
+    extracted through one) and, like hard links, left out when they could lead outside (counted)."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.files = self.bytes = self.members = self.skipped = 0
+        self.held: dict[str, tarfile.TarInfo] = {}     # symlinks by path, the last one of a path wins
+        self.used: set[str] = set()                    # every other member's path and the folders above it
+
+    def admit(self, member: tarfile.TarInfo) -> bool:
+        """True: copy it now; False: held back (a symlink) or left out (a hard link that could lead out)."""
+        self.members += 1
+        kind, path = _kind(member), mountfiles.member_path(member.name)
+        if self.members > mountfiles.MAX_MEMBERS:
+            raise _Unusable(f"more than {mountfiles.MAX_MEMBERS} members")
+        if kind not in ("file", "dir", "symlink", "hardlink") or not mountfiles.safe_member(member.name, "dir", None):
+            raise _Unusable(f"member {member.name[:80]!r} ({kind}) would land outside the mount")
+        if mountfiles.through_link(path, self.held):
+            raise _Unusable(f"member {member.name[:80]!r} ({kind}) is below a symlink of the entry")
+        self.bytes += member.size if member.isfile() else 0
+        self.files += member.isfile()
+        if self.bytes + mountfiles.MEMBER_BYTES * self.members > self.cap + (self.cap >> 3):
+            raise _Unusable(f"more than the cap of {self.cap} bytes (files and {mountfiles.MEMBER_BYTES} bytes "
+                            "a member)")
+        if member.issym():
+            self.held[path] = member
+            return False
+        if member.islnk():
+            target = mountfiles.member_path(member.linkname)
+            if (not mountfiles.safe_member(member.name, "hardlink", member.linkname) or target in self.held
+                    or mountfiles.through_link(target, self.held)):
+                self.skipped += 1
+                return False
+        self.used.update(mountfiles.folders_of(path) if path else ())
+        return True
+
+    def links(self) -> list[tarfile.TarInfo]:
+        """The held symlinks that stay inside the mount, in the tar's order; the rest counted as skipped."""
+        kept = mountfiles.kept_links({path: m.linkname for path, m in self.held.items()}, self.used)
+        self.skipped += len(self.held) - len(kept)
+        return [member for path, member in self.held.items() if path in kept]
+
+
+def _cleared(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    member.mode &= ~_SET_ID_BITS        # owners stay: the restore keeps them
+    return member
+
+
+def _checked_tar(blob: Path, out: Path, cap: int) -> tuple[int, int, int]:
+    """gzip tar -> plain tar of its safe members, setuid/setgid bits cleared, symlinks last; over the cap (beyond
+    an eighth) it is refused. Returns (files, their bytes, links left out)."""
+    check = _Members(cap)
     try:
-        with tarfile.open(blob, "r|gz") as source, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as target:
+        with gzip.open(blob, "rb") as raw, \
+                tarfile.open(fileobj=cast(IO[bytes], _Bounded(raw, mountfiles.read_limit(cap))), mode="r|") as source, \
+                tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as target:
             for member in source:
-                kind = _kind(member)
-                link = member.linkname if member.issym() or member.islnk() else None
-                if not mountfiles.safe_member(member.name, kind, link):
-                    raise _Unusable(f"member {member.name[:80]!r} ({kind}) would land outside the mount")
-                if member.isfile():
-                    files += 1
-                    total += member.size
-                    if total > cap + (cap >> 3):
-                        raise _Unusable(f"more than the cap of {cap} bytes")
-                target.addfile(member, source.extractfile(member) if member.isfile() else None)
+                if check.admit(member):
+                    target.addfile(_cleared(member), source.extractfile(member) if member.isfile() else None)
+            for member in check.links():
+                target.addfile(_cleared(member))
     except _Unusable:
         raise
+    except MemoryError:
+        raise _Unusable("too big to check (out of memory)") from None
     except _TAR_ERRORS as exc:
         raise _Unusable(f"not a readable tar+gzip ({_why(exc)})") from None
-    return files, total
+    return check.files, check.bytes, check.skipped
 
 
 def _kind(member: tarfile.TarInfo) -> str:
@@ -191,7 +291,7 @@ def _save_one(run: MountRun, mount: CacheMountRef, index: int, restored: Mapping
         digest, size = _digest(layer)
         saved = {"to": mount.write, "digest": digest, "blob_bytes": size, "bytes": selection.bytes,
                  "files": selection.files, "dropped_files": selection.dropped_files,
-                 "dropped_bytes": selection.dropped_bytes}
+                 "dropped_bytes": selection.dropped_bytes, "dropped_links": selection.dropped_links}
         if restored.get("digest") == digest and restored.get("from") == mount.write:
             return {**saved, "status": "unchanged"}
         _push(run, mount, layer, digest, size, mountfiles.config(mount, run.platform, selection))
@@ -202,19 +302,33 @@ def _save_one(run: MountRun, mount: CacheMountRef, index: int, restored: Mapping
 
 def _capped_layer(exported: Path, layer: Path, cap: int) -> mountfiles.Selection:
     """The exported files within the cap as a tar+gzip that is the same bytes for the same files (gzip mtime 0,
-    members in the export's order), so an unchanged mount is not pushed again."""
+    members in the export's order), so an unchanged mount is not pushed again. Symlinks that could lead out of
+    the mount are left out (the restore would skip them), counted in `dropped_links`."""
     with tarfile.open(exported, "r:") as source:
         members = source.getmembers()
+        if len(members) > mountfiles.MAX_MEMBERS:
+            raise _Unusable(f"more than {mountfiles.MAX_MEMBERS} members in the mount")
+        links = {mountfiles.member_path(m.name): m.linkname for m in members if m.issym()}
+        used = {folder for m in members if not m.issym() and mountfiles.member_path(m.name)
+                for folder in mountfiles.folders_of(mountfiles.member_path(m.name))}
+        inside = mountfiles.kept_links(links, used)
+        members = [m for m in members if not m.issym() or mountfiles.member_path(m.name) in inside]
         selection = mountfiles.select_within(
             (mountfiles.FileEntry(m.name, m.size if m.isfile() else 0, m.mtime, m.isfile(),
-                                  m.linkname if m.islnk() else None) for m in members), cap)
+                                  m.linkname if m.islnk() else None, _stored(m)) for m in members), cap)
         with open(layer, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
                                                      compresslevel=GZIP_LEVEL) as packed, \
                 tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as target:
             for member in members:
                 if member.name in selection.keep:
                     target.addfile(member, source.extractfile(member) if member.isfile() else None)
-    return selection
+    return selection._replace(dropped_links=len(links) - len(inside))
+
+
+def _stored(member: tarfile.TarInfo) -> int:
+    """The bytes a member takes in the saved tar: its header(s) as written, its data padded to 512."""
+    header = member.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
+    return len(header) + (-(-member.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE if member.isfile() else 0)
 
 
 def _digest(path: Path) -> tuple[str, int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from ghbuild.plan.cachemounts import CacheMountRef
@@ -28,6 +28,9 @@ IN_DIR = "/ghbuild-cache-in"
 OUT_DIR = "/ghbuild-cache-out"
 # The restore step's answer in the build log: whether it filled the mount or found it filled already.
 RESTORED, KEPT = "ghbuild-cache-mount: restored", "ghbuild-cache-mount: kept"
+MEMBER_BYTES = 512                # a tar header: what every member costs against the cap, files or not
+MAX_MEMBERS = 1_000_000           # members of one entry (names are held in memory while it is checked)
+MAX_LINK_HOPS = 40                # symlinks followed while resolving one target (the kernel's ELOOP bound)
 
 
 # A line the step printed, as BuildKit's plain progress shows it (`#6 0.135 ...`); the command's own text, which
@@ -41,6 +44,10 @@ def step_said(log_text: str) -> str | None:
     return found[-1] if found else None
 
 
+class Unusable(Exception):
+    """An entry that is there but cannot be restored (wrong content, corrupt, over the cap)."""
+
+
 class FileEntry(NamedTuple):
     """A member of a mount's tar as the cap sees it."""
 
@@ -49,6 +56,7 @@ class FileEntry(NamedTuple):
     mtime: float
     is_file: bool
     link: str | None = None     # a hard link's target member
+    stored: int | None = None   # bytes it takes in the entry's tar (headers, padded data); None: size + 512
 
 
 class Selection(NamedTuple):
@@ -57,25 +65,39 @@ class Selection(NamedTuple):
     bytes: int
     dropped_files: int
     dropped_bytes: int
+    dropped_links: int = 0      # symlinks that could lead out of the mount (the save leaves them out)
+
+
+def _stored(entry: FileEntry) -> int:
+    return entry.stored if entry.stored is not None else entry.size + MEMBER_BYTES
 
 
 def select_within(entries: Iterable[FileEntry], cap: int) -> Selection:
-    """The members to save: all of them when the files' bytes fit `cap`, else the oldest files (by mtime, then
-    name) left out until the rest fits, with every hard link to a left-out file. Folders and symlinks stay."""
+    """The members to save: all of them when what they take in the tar (files' bytes, every member's header)
+    fits `cap`, else the oldest files (by mtime, then name) left out until the rest fits, with every hard link
+    to a left-out file. Folders and symlinks stay. So a saved entry always passes the restore's cap."""
     entries = list(entries)
     files = sorted((e for e in entries if e.is_file), key=lambda e: (e.mtime, e.name))
+    stored = sum(_stored(e) for e in entries)
     total = sum(e.size for e in files)
     dropped: set[str] = set()
     dropped_bytes = 0
     for entry in files:
-        if total <= cap:
+        if stored <= cap:
             break
         dropped.add(entry.name)
+        stored -= _stored(entry)
         total -= entry.size
         dropped_bytes += entry.size
     keep = frozenset(e.name for e in entries if e.name not in dropped and not (e.link and e.link in dropped))
     return Selection(keep=keep, files=len(files) - len(dropped), bytes=total, dropped_files=len(dropped),
                      dropped_bytes=dropped_bytes)
+
+
+def read_limit(cap: int) -> int:
+    """The most bytes a restore reads from an entry of `cap`, compressed or not: the cap, an eighth more (another
+    tool's tar may pad differently), 1 MB for the end blocks."""
+    return cap + (cap >> 3) + (1 << 20)
 
 
 def mount_flag(mount: CacheMountRef, target: str | None = None) -> str:
@@ -134,6 +156,46 @@ def entry_layer(data: dict[str, Any], max_blob: int) -> tuple[str, int]:
     return digest, size
 
 
+def member_path(name: str) -> str:
+    """A member name as the path it lands on (`./a//b` -> `a/b`); "" is the mount itself."""
+    return "/".join(p for p in name.split("/") if p not in ("", "."))
+
+
+def through_link(path: str, links: Container[str]) -> bool:
+    """Whether a folder on the way to `path` (not `path` itself) is one of the symlinks."""
+    parts = path.split("/")
+    return any("/".join(parts[:i]) in links for i in range(1, len(parts)))
+
+
+def link_inside(name: str, target: str, links: Mapping[str, str]) -> bool:
+    """Whether the symlink `name` -> `target` ends inside the mount once extracted: the target followed part by
+    part as the kernel does, through every other symlink of the entry (`links`: path -> target), so `d -> .`
+    then `x -> d/d/..` is out. Absolute targets, loops and more than MAX_LINK_HOPS hops are out too."""
+    resolved = name.split("/")[:-1]
+    pending = list(reversed(target.split("/")))
+    hops = 0
+    if target.startswith("/"):
+        return False
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved:
+                return False
+            resolved.pop()
+            continue
+        resolved.append(part)
+        followed = links.get("/".join(resolved))
+        if followed is not None:
+            hops += 1
+            if hops > MAX_LINK_HOPS or followed.startswith("/"):
+                return False
+            resolved.pop()
+            pending.extend(reversed(followed.split("/")))
+    return True
+
+
 def safe_member(name: str, kind: str, link: str | None) -> bool:
     """A member that can only land inside the mount: a relative path without `..`, a file, folder or link whose
     target stays inside too (no devices, fifos, absolute or escaping link targets)."""
@@ -151,3 +213,24 @@ def safe_member(name: str, kind: str, link: str | None) -> bool:
         if depth < 0:
             return False
     return True
+
+
+def folders_of(path: str) -> Iterator[str]:
+    """The folders a member's path goes through, and the path itself."""
+    parts = path.split("/")
+    return ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+
+
+def kept_links(links: Mapping[str, str], used: Container[str]) -> set[str]:
+    """The symlinks (path -> target) an entry keeps: each at a path no other member takes or goes through
+    (`used`), not below another symlink, its target ending inside the mount through the symlinks kept; checked
+    again until none more goes, since leaving one out changes where the others lead."""
+    kept = {path: target for path, target in links.items()
+            if path and path not in used and safe_member(path, "symlink", target)}
+    while True:
+        out = [path for path, target in kept.items()
+               if through_link(path, kept) or not link_inside(path, target, kept)]
+        if not out:
+            return set(kept)
+        for path in out:
+            del kept[path]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ghbuild import naming
+from ghbuild.build import mountfiles
 from ghbuild.config.environment import _SECRET_NAME_RE
 from ghbuild.config.options import (
     ARCHES,
@@ -111,6 +112,10 @@ def _cache_mounts(name: str, mounts: list[dict[str, Any]], where: _Where) -> tup
         if target == "/" or "/../" in f"{target}/" or "/./" in f"{target}/":
             raise where.error(f"{key}.target", f"{mount['target']!r} is not a folder a cache mount can be "
                                                "(an absolute path below /, without . or .. parts)")
+        reserved = next((d for d in (mountfiles.IN_DIR, mountfiles.OUT_DIR) if f"{target}/".startswith(f"{d}/")), None)
+        if reserved:
+            raise where.error(f"{key}.target", f"{mount['target']!r} is in {reserved}, where ghbuild's restore and "
+                                               "save steps put their own files; pick another folder")
         mount_id = mount.get("id") or mount["target"]
         if mount_id in found:
             raise where.error(f"{key}.id", f"{mount_id!r} is also the id of cache-mounts[{found[mount_id]}] "
