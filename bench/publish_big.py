@@ -30,7 +30,8 @@ repositories and then, since distribution keeps blob data until a garbage collec
 layers that no repository links any more: ~31 GB at the peak, nothing left in the registries afterwards.
 Before each run the page cache is warmed with the staging registry's copy of the layers and the cached files
 (untimed), so that every tool reads its source from memory, as the floor's curl does. Memory: nothing holds
-a layer. Time: ~1 min to generate the cache once, then ~7 min a run on the 2-core machine (`--repeats 1`).
+a layer. Time: ~1 min to generate the cache once, then ~5 min a run on the 2-core machine (`--repeats 1`), ~7
+with `--repeats 2`.
 
 Usage: make infra-up && .venv/bin/python bench/publish_big.py [--repeats 1] [--layer-mib 4096] [--no-cut]
        [--installed] [--verbose] | --clean
