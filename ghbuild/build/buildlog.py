@@ -168,7 +168,7 @@ _CACHE_MOUNT_RE = re.compile(r"--mount=(\S*)")
 
 def _cache_mount_id(spec: str) -> str | None:
     """The id of a `--mount=` spec when it is a cache mount (BuildKit's default id is its target)."""
-    fields = dict(part.split("=", 1) if "=" in part else (part, "") for part in spec.split(","))
+    fields = dict(part.partition("=")[::2] for part in spec.split(","))
     if fields.get("type") != "cache":
         return None
     return fields.get("id") or fields.get("target") or fields.get("dst") or fields.get("destination")
