@@ -7,9 +7,10 @@ differ: ECR drops later chunks, GHCR caps chunk size).
 A PATCH cut short (connection lost, timeout, 5xx) is resumed in the same session when the caller can reopen
 the blob at an offset and the registry says what it holds (GET on the session: 204 with `Range: 0-<last
 byte>`, as distribution 3 answers) and holds more than before that PATCH: the rest goes in one PATCH with
-Content-Range, up to `attempts - 1` times. Where it cannot say (distribution 2.x refuses, and drops, a
-session whose stored size is not the client's last offset), the session is cancelled and the error raised:
-the caller sends the blob again, whole, in a new session. Either way the log says which.
+Content-Range, up to `attempts - 1` times. Where it cannot say (distribution 2.x answers BLOB_UPLOAD_INVALID,
+to the status GET and to the DELETE alike, for a session whose stored size is not the client's last offset,
+and keeps its bytes until its upload purging), the session's cancel is tried and the error raised: the
+caller sends the blob again, whole, in a new session. Either way the log says which.
 
 Memory stays bounded whatever the blob's size: bytes go from the source's stream to the socket a chunk at a
 time. A registry may hash or move a big blob before answering its PATCH or PUT, so those wait longer the

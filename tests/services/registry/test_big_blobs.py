@@ -1,8 +1,8 @@
 """Big blobs (issue: images of vLLM's size): a 1 GiB layer, generated, copied registry to registry with its
-upload cut at 60 %. Against the local registry (distribution 2.8.2, which drops a session whose stored size is
-not the client's last offset) the copy sends the blob again whole, once, and says so; against a registry that
-answers the upload's status (distribution 3's protocol, tests/fakes/resumable_registry.py) it resumes from what
-the registry holds and sends almost nothing twice. Memory stays bounded either way."""
+upload cut at 60 %. Against the local registry (distribution 2.8.2, which refuses a session whose stored size is
+not the client's last offset, and keeps its bytes) the copy sends the blob again whole, once, and says so;
+against a registry that answers the upload's status (distribution 3's protocol, tests/fakes/resumable_registry.py)
+it resumes from what the registry holds and sends almost nothing twice. Memory stays bounded either way."""
 
 from __future__ import annotations
 
