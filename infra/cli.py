@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import baseimage, engine, localenv, packages, procs, registry, rocm_standin, s3, sccache_helper
+from . import baseimage, engine, localenv, packages, procs, registry, rocm_standin, s3, sbom_scanner, sccache_helper
 from .common import (
     BASE_INDEX_REPO,
     BASE_INDEX_TAG,
@@ -33,7 +33,7 @@ STOP_ORDER = ("s3", "registry-hub", "registry-staging", "dockerd")
 STOP_TIMEOUT = {"dockerd": 40.0}
 
 
-def local_env(p: dict[str, int], sccache: Path, rocm_standin: str, helper: str) -> dict[str, str]:
+def local_env(p: dict[str, int], sccache: Path, rocm_standin: str, helper: str, sbom_generator: str) -> dict[str, str]:
     root = repo_root()
     staging, hub, s3_url = f"{LOOPBACK}:{p['staging']}", f"{LOOPBACK}:{p['hub']}", f"http://{LOOPBACK}:{p['s3']}"
     return {
@@ -46,6 +46,8 @@ def local_env(p: dict[str, int], sccache: Path, rocm_standin: str, helper: str) 
         "GHBUILD_SCCACHE_REGION": S3_REGION,
         # The helper image every Dockerfile mounts for sccache; ghbuild's nightly publishes it elsewhere.
         "GHBUILD_SCCACHE_HELPER_IMAGE": helper,
+        # Every image's default SBOM generator (attest.sbom): BuildKit's own is on Docker Hub, out of reach here.
+        "GHBUILD_BUILD_SBOM_GENERATOR": sbom_generator,
         "AWS_ACCESS_KEY_ID": FAKE_AWS_ACCESS_KEY_ID,
         "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
         "AWS_DEFAULT_REGION": S3_REGION,
@@ -103,10 +105,12 @@ def cmd_up(_args: argparse.Namespace) -> int:
         standin = timed("rocm-standin", rocm_standin.ensure, DOCKER_CLI, f"{LOOPBACK}:{p['staging']}")
         # ghbuild's sccache helper (sccache + the wrapper), the image Dockerfiles mount to compile.
         helper = timed("sccache-helper", sccache_helper.ensure, DOCKER_CLI, p["staging"])
+        # The local SBOM generator (BuildKit's scanner protocol), by digest: images with attest.sbom use it.
+        sbom_generator = timed("sbom-scanner", sbom_scanner.ensure, DOCKER_CLI, p["staging"])
         state["ports"] = p
         procs.save_state(state)
         with step("local-env"):
-            path = localenv.write(local_env(p, tools["sccache"], standin, helper))
+            path = localenv.write(local_env(p, tools["sccache"], standin, helper, sbom_generator))
     slow = ", ".join(f"{n} {t:.1f}s" for n, t in timings if t >= 1.0)
     info(f"wrote {path}")
     info(f"up: done in {time.monotonic() - started:.1f} s" + (f" ({slow})" if slow else ""))

@@ -155,6 +155,26 @@ def index_platforms(port: int, repo: str = BASE_INDEX_REPO, tag: str = BASE_INDE
     return result
 
 
+def image_labels(port: int, repo: str, digest: str, step_name: str) -> dict:
+    """The labels of a single-platform image `repo@digest` ({} when it is missing)."""
+    got = get_manifest(port, repo, digest)
+    if got is None:
+        return {}
+    config_digest = (json.loads(got[1]).get("config") or {}).get("digest")
+    resp = http("GET", f"http://{LOOPBACK}:{port}/v2/{repo}/blobs/{config_digest}", timeout=30)
+    if resp is None or resp.status != 200:
+        raise InfraError(step_name, f"cannot read the image config of {repo}@{digest}")
+    return (json.loads(resp.body).get("config") or {}).get("Labels") or {}
+
+
+def index_labelled(port: int, repo: str, tag: str, arches: tuple[str, ...], label: str, want: str,
+                   step_name: str) -> bool:
+    """repo:tag is an index of exactly `arches` whose every image carries label=want (built from these inputs)."""
+    platforms = index_platforms(port, repo, tag)
+    return (platforms is not None and set(platforms) == set(arches)
+            and all(image_labels(port, repo, platforms[a]["digest"], step_name).get(label) == want for a in arches))
+
+
 def _image_ids(port: int, repo: str, ref: str) -> set[str]:
     """The ids a local image pushed as `ref` has: its manifest digest (the id on the containerd image store)
     and its config digest (the id on the classic store). Empty when missing or not a single manifest."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,7 +24,6 @@ from .common import (
     LOOPBACK,
     InfraError,
     docker_env,
-    http,
     info,
     logs_dir,
     repo_root,
@@ -44,21 +42,8 @@ def ref_for(port: int) -> str:
     return f"{LOOPBACK}:{port}/{REPOSITORY}:{TAG}"
 
 
-def _labels(port: int, digest: str) -> dict:
-    got = registry.get_manifest(port, REPOSITORY, digest)
-    if got is None:
-        return {}
-    config_digest = (json.loads(got[1]).get("config") or {}).get("digest")
-    resp = http("GET", f"http://{LOOPBACK}:{port}/v2/{REPOSITORY}/blobs/{config_digest}", timeout=30)
-    if resp is None or resp.status != 200:
-        raise InfraError(STEP, f"cannot read the image config of {REPOSITORY}@{digest}")
-    return (json.loads(resp.body).get("config") or {}).get("Labels") or {}
-
-
 def _current(port: int, want: str) -> bool:
-    platforms = registry.index_platforms(port, REPOSITORY, TAG)
-    return (platforms is not None and set(platforms) == set(ARCHES)
-            and all(_labels(port, platforms[a]["digest"]).get(LABEL_HASH) == want for a in ARCHES))
+    return registry.index_labelled(port, REPOSITORY, TAG, ARCHES, LABEL_HASH, want, STEP)
 
 
 def _fetch_module() -> ModuleType:

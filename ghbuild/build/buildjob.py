@@ -294,7 +294,8 @@ def _settings(plan: Plan, options: Options, job: Job, client: engine.DockerClien
 def _attestations(plan: Plan, options: Options, job: Job, push: bool, env: Mapping[str, str]) -> dict[str, Any]:
     """buildx's --provenance and --sbom for this job (ghbuild.sign.policy.attest_modes)."""
     attest = options.images[job.image].attest
-    provenance, sbom = policy.attest_modes(attest.provenance, attest.sbom, attest.sbom_generator,
+    generator = attest.sbom_generator or options.build.sbom_generator
+    provenance, sbom = policy.attest_modes(attest.provenance, attest.sbom, generator,
                                            trusted=plan.trust.trusted, push=push,
                                            signs=policy.signer(env).signs,
                                            legacy_provenance=options.build.provenance)

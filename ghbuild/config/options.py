@@ -92,6 +92,7 @@ class BuildOptions(NamedTuple):
     provenance: bool = False
     base_image: str | None = None
     cache_mount_image: str | None = None   # None: the build's BASE_IMAGE, else DEFAULT_CACHE_MOUNT_IMAGE
+    sbom_generator: str | None = None      # images' default attest.sbom-generator (None: BuildKit's)
 
 
 class RegistryOptions(NamedTuple):

@@ -185,7 +185,8 @@ def _build_section(bl: dict[str, Any]) -> BuildOptions:
     return BuildOptions(builder=bl.get("builder") or None, builder_network=bl.get("builder-network", "host"),
                         network=bl.get("network", "host"), provenance=bl.get("provenance", False),
                         base_image=bl.get("base-image") or None,
-                        cache_mount_image=bl.get("cache-mount-image") or None)
+                        cache_mount_image=bl.get("cache-mount-image") or None,
+                        sbom_generator=bl.get("sbom-generator") or None)
 
 
 def _helper_image(sc: dict[str, Any], where) -> str:
