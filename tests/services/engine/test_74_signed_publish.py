@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -27,8 +29,7 @@ def cosign(*args: str, env: dict[str, str], cwd=None) -> subprocess.CompletedPro
 @pytest.fixture(scope="module")
 def keys(session):
     """A cosign key pair (password-protected) and the environment that signs and verifies with it."""
-    folder = session.workdir / "cosign"
-    folder.mkdir()
+    folder = Path(tempfile.mkdtemp(prefix="cosign-", dir=session.workdir))   # one per module that uses it
     env = dict(session.base_env, COSIGN_PASSWORD="ghbuild-test-cosign-password")
     made = cosign("generate-key-pair", env=env, cwd=folder)
     assert made.returncode == 0, made.stderr
