@@ -41,6 +41,14 @@ def test_outputs_carry_digests_tags_and_metadata():
     assert json.loads(out["metadata"])["images"][0]["index_digest"] == INDEX
 
 
+def test_subject_checksums_list_every_published_digest_once_for_the_attestation():
+    run = outcome()
+    run.results[0].arch_digests = {"amd64": AMD}
+    # the format actions/attest-build-provenance's subject-checksums reads: hex digest, two spaces, name
+    assert report.outputs(run)["subject-checksums"].splitlines() == [f"{'1' * 64}  hub/app", f"{'2' * 64}  hub/app"]
+    assert report.subject_checksums(results.PublishRun(kind="nightly", sha=SHA, results=[])) == ""
+
+
 def test_failure_summary_names_what_was_restored_and_what_was_not():
     phase = tag_moves.TagPhase(restored=[f"nightly-x86_64 (to {OLD})"],
                                unrestored=[f"hub/app:nightly (holds {INDEX}, was {OLD}: HTTP 503)"])

@@ -127,6 +127,8 @@ PINNED_RUNTIMES = {
     ("pypa/gh-action-pypi-publish", "76f52bc884231f62b9a034ebfe128415bbaabdfc"): ("v1.12.4", "composite"),
     # composite (bash): installs cosign v2.5.3, checked against the sha256 its action.yml pins
     ("sigstore/cosign-installer", "d58896d6a1865668819e1d91763c7751a165e159"): ("v3.9.2", "composite"),
+    # composite: actions/attest-build-provenance/predicate and actions/attest v3.2.0, both node24
+    ("actions/attest-build-provenance", "96278af6caaf10aea03fd8d33a09a777ca52d62f"): ("v3.2.0", "composite"),
     # Releases that run on Node 20, kept so that going back to one fails with the reason.
     ("docker/login-action", "5e57cd118135c172c3672efd75eb46360885c0ef"): ("v3.6.0", "node20"),
     ("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02"): ("v4.6.2", "node20"),
@@ -212,6 +214,8 @@ def test_least_privilege_permissions():
                                "ghbuild-release.yml": {"packages", "contents", "id-token"}}.get(path.name, {"packages"})
                     if scope == "id-token" and _oidc_allowed(path.name, job):
                         continue
+                    if scope == "attestations" and _attestations_allowed(path.name, job):
+                        continue
                     assert scope in allowed, f"{path.name}: job {job_id} writes {scope}"
     # The jobs that never write say so.
     build = load(GITHUB / "workflows" / "build-images.yml")["jobs"]
@@ -230,6 +234,17 @@ def _oidc_allowed(workflow: str, job: dict) -> bool:
     if workflow in ("nightly.yml", "release.yml") and job.get("environment") == "publish":
         return any(str(step.get("uses", "")) == "$/.github/actions/publish" for step in job.get("steps") or [])
     return str(job.get("uses", "")).endswith("/.github/workflows/build-images.yml")
+
+
+def _attestations_allowed(workflow: str, job: dict) -> bool:
+    """`attestations: write` (GitHub's artifact attestations): only the publishing job of nightly.yml and release.yml,
+    which runs the publish action and then actions/attest-build-provenance on what that step published."""
+    steps = job.get("steps") or []
+    publish = [i for i, step in enumerate(steps) if str(step.get("uses", "")) == "$/.github/actions/publish"]
+    attest = [i for i, step in enumerate(steps)
+              if str(step.get("uses", "")).startswith("actions/attest-build-provenance@")]
+    return (workflow in ("nightly.yml", "release.yml") and job.get("environment") == "publish"
+            and len(publish) == 1 and len(attest) == 1 and publish[0] < attest[0])
 
 
 SIGNING_SECRETS = ("COSIGN_PRIVATE_KEY", "COSIGN_PASSWORD", "COSIGN_PUBLIC_KEY")
@@ -251,6 +266,14 @@ def test_only_the_publishing_jobs_get_an_oidc_token_and_the_signing_secrets():
         env = next(step for step in steps if step.get("uses") == "$/.github/actions/publish")["env"]
         assert env["GHBUILD_SIGN_KEY"] == "${{ secrets.COSIGN_PRIVATE_KEY != '' && 'env://COSIGN_PRIVATE_KEY' || '' }}"
         assert env["GHBUILD_REQUIRE_SIGNATURE"] == "${{ vars.GHBUILD_REQUIRE_SIGNATURE }}"
+        # GitHub's artifact attestations: the publishing job alone, of exactly what its publish step published
+        attesting = {job_id for job_id, job in jobs.items() if (job.get("permissions") or {}).get("attestations")}
+        assert attesting == {publishing} and _attestations_allowed(name, jobs[publishing]), name
+        publish = next(step for step in steps if step.get("uses") == "$/.github/actions/publish")
+        attest = next(step for step in steps
+                      if str(step.get("uses", "")).startswith("actions/attest-build-provenance@"))
+        assert attest["with"] == {"subject-checksums": f"${{{{ steps.{publish['id']}.outputs.subject-checksums }}}}"}
+        assert attest["if"].startswith(f"steps.{publish['id']}.outputs.subject-checksums != ''"), attest["if"]
     # build-images.yml: the shared build steps hand the key only to the trusted run, which installs cosign
     build = load(GITHUB / "workflows" / "build-images.yml")["jobs"]["build"]["steps"]
     env = next(step for step in build if step.get("id") == "build")["env"]

@@ -72,10 +72,25 @@ def failure_summary(kind: str, error: Exception) -> str:
 
 
 def outputs(outcome: PublishRun) -> dict[str, str]:
-    """The step outputs: `digests` (image -> index digest), `tags` (one ref per line), `metadata` (JSON)."""
+    """The step outputs: `digests` (image -> index digest), `tags` (one ref per line), `metadata` (JSON),
+    `subject-checksums` (subject_checksums)."""
     return {"digests": json.dumps({r.image: r.index_digest for r in outcome.results}, sort_keys=True),
             "tags": "\n".join(ref for r in outcome.results for ref in r.tags),
-            "metadata": json.dumps(outcome.to_dict(), sort_keys=True)}
+            "metadata": json.dumps(outcome.to_dict(), sort_keys=True),
+            "subject-checksums": subject_checksums(outcome)}
+
+
+def subject_checksums(outcome: PublishRun) -> str:
+    """Every digest published (per image its index, then each architecture's image), one `<hex>  <repository>`
+    line each, sha256sum's format: what actions/attest-build-provenance's `subject-checksums` input reads."""
+    lines: list[str] = []
+    for result in outcome.results:
+        repo = _repository(result)
+        for digest in (result.index_digest, *(d for _, d in sorted(result.arch_digests.items()))):
+            line = f"{digest.split(':', 1)[1]}  {repo}" if repo and digest else None
+            if line and line not in lines:
+                lines.append(line)
+    return "\n".join(lines)
 
 
 def release_notes(outcome: PublishRun, repository: str, signed: str) -> str:

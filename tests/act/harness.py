@@ -63,6 +63,7 @@ STANDIN_FOR = {
     "actions/cache": "cache",
     "pypa/gh-action-pypi-publish": "pypi-publish",
     "sigstore/cosign-installer": "cosign-installer",
+    "actions/attest-build-provenance": "attest-build-provenance",
 }
 # act copies the local tree for these: no stand-in.
 ACT_BUILTIN = {"actions/checkout"}
