@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 from fakes.httpserver import LoopbackService, free_port, reply
+from fakes.moto_auth import authenticating_moto
 
 
 def assert_degraded(run, mode: str, cause: str):
@@ -56,22 +54,8 @@ def auth_s3(session):
     moto = Path(session.base_env.get("SCCACHE_PATH", "")).with_name("moto_server")
     if not moto.exists():
         moto = Path(sys.executable).with_name("moto_server")
-    port = free_port()
-    env = {k: v for k, v in session.base_env.items() if not k.startswith(("AWS_", "MOTO_"))}
-    env["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"      # the four set-up calls below; authenticated after
-    with open(session.workdir / "moto-auth.log", "w") as log:   # the server writes through its own descriptor
-        proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "moto_server did not start"
-                time.sleep(0.2)
+    # The four set-up calls below pass unauthenticated; every request after them is checked.
+    with authenticating_moto(moto, session.workdir / "moto-auth.log", 4, session.base_env) as endpoint:
         import boto3
 
         bootstrap = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="bootstrap",
@@ -93,13 +77,6 @@ def auth_s3(session):
         with pytest.raises(ClientError):
             session.s3(endpoint, key["AccessKeyId"], wrong).head_bucket(Bucket=bucket)
         yield endpoint, key["AccessKeyId"], wrong, key["SecretAccessKey"]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # --------------------------------------------------------------------------- ghbuild decides before the build

@@ -16,10 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,6 +27,7 @@ import pytest
 from botocore.exceptions import ClientError
 from fakes.github_oidc import GitHubOidcFake
 from fakes.httpserver import LOOPBACK, free_port
+from fakes.moto_auth import authenticating_moto
 
 from ghbuild.build import sccache
 from ghbuild.errors import ConfigError
@@ -43,33 +42,11 @@ SETUP_ACTIONS = 3               # create_role, put_role_policy, create_bucket
 UNTRUSTED = "not a trusted run: S3 write credentials are kept for the trusted build"
 
 
-def _started(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"moto_server exited {proc.returncode} before answering on {LOOPBACK}:{port}")
-        try:
-            socket.create_connection((LOOPBACK, port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    pytest.fail(f"moto_server does not answer on {LOOPBACK}:{port} after {timeout:g} s")
-
-
 @pytest.fixture
 def moto(tmp_path: Path) -> Iterator[str]:
     """A moto_server that lets the setup and one exchange through unauthenticated and checks every request
     after them; a role that may use S3, and the bucket. Stopped (its pid only) after the test."""
-    if not MOTO.exists():
-        pytest.fail(f"{MOTO} is missing (moto[server] is in the test extra of pyproject.toml)")
-    port = free_port()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_ACTIONS + 1)}
-    with open(tmp_path / "moto.log", "wb") as log:
-        proc = subprocess.Popen([str(MOTO), "-H", LOOPBACK, "-p", str(port)], env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
-    try:
-        _started(port, proc)
-        url = f"http://{LOOPBACK}:{port}"
+    with authenticating_moto(MOTO, tmp_path / "moto.log", SETUP_ACTIONS + 1, os.environ) as url:
         iam = boto3.client("iam", endpoint_url=url, **ADMIN)
         iam.create_role(RoleName="ghbuild-sccache", AssumeRolePolicyDocument=json.dumps({
             "Version": "2012-10-17", "Statement": [{
@@ -79,13 +56,6 @@ def moto(tmp_path: Path) -> Iterator[str]:
             "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
         boto3.client("s3", endpoint_url=url, **ADMIN).create_bucket(Bucket=BUCKET)
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture
