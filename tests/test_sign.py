@@ -31,10 +31,11 @@ def test_cosign_arguments_carry_the_commit_and_never_a_password():
     assert key == ["sign", "--yes", "--key", "k.key", "--tlog-upload=false",
                    "-a", f"org.opencontainers.image.revision={SHA}", "-a", f"org.opencontainers.image.source={URL}",
                    "r@d"]
-    keyless = policy.verify_args(policy.Verifier("keyless", None, "org/project", ""), notes, "r@d", SHA)
+    keyless = policy.verify_args(notes, "r@d", identity=policy.KeylessIdentity("org/project", "main"))
     assert keyless[keyless.index("--certificate-github-workflow-repository") + 1] == "org/project"
-    assert keyless[keyless.index("--certificate-github-workflow-sha") + 1] == SHA
+    assert keyless[keyless.index("--certificate-github-workflow-ref") + 1] == "refs/heads/main"
     assert keyless[keyless.index("--certificate-oidc-issuer") + 1] == policy.GITHUB_OIDC_ISSUER
+    assert f"org.opencontainers.image.revision={SHA}" in keyless
 
 
 def test_provenance_auto_is_max_only_for_a_trusted_signed_push():

@@ -65,10 +65,10 @@ COMMAND_HELP: dict[str, tuple[str, list[str]]] = {
                 "digests output) and a job summary listing every planned job, pushed or not. A missing folder is "
                 "an error; an empty one means nothing was pushed.",
                 ["ghbuild digests \"$RUNNER_TEMP/records\" --matrix \"$MATRIX\" --out digests.json"]),
-    "verify": ("Checks a published image: its cosign signature (by --key / GHBUILD_VERIFY_KEY, else keyless: a "
-               "workflow of the canonical repository through GitHub's OIDC issuer), the repository and commit it was "
-               "signed for, and that BuildKit's provenance of every platform names that commit. One line; exit 0, "
-               "or 13 saying why not.",
+    "verify": ("Checks a published image: its cosign signature (by --key; else GHBUILD_VERIFY_KEY or keyless: a "
+               "push, schedule or dispatch run of the canonical repository's stable branch, --branch), the "
+               "repository and commit it was signed for, and that BuildKit's provenance of every platform names "
+               "that commit. One line naming the signer; exit 0, or 13 saying why not; a malformed reference: 2.",
                ["ghbuild verify docker.io/org/project:nightly --repository org/project",
                 "ghbuild verify ghcr.io/org/project:v0.7.0 --key cosign.pub --sha \"$SHA\""]),
     "schema": ("Prints the JSON schema of ghbuild.toml (also published at its $id, for editors).",
@@ -225,7 +225,11 @@ def _verify(sub) -> None:
     p.add_argument("--repository", metavar="OWNER/NAME",
                    help="the canonical repository (default: trust.canonical-repository, else GITHUB_REPOSITORY)")
     p.add_argument("--sha", metavar="COMMIT", help="the commit the image must have been built from")
-    p.add_argument("--config", metavar="PATH", help="config file (for trust.canonical-repository)")
+    p.add_argument("--branch", metavar="BRANCH",
+                   help="keyless: the stable branch whose push/schedule/dispatch runs sign (default: "
+                        "trust.stable-branch, else main)")
+    p.add_argument("--config", metavar="PATH", help="config file (for trust.canonical-repository, "
+                                                     "trust.stable-branch)")
 
 
 def _schema(sub) -> None:

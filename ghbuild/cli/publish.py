@@ -30,6 +30,7 @@ class Commit(NamedTuple):
     sha: str
     owner: str
     source_url: str | None           # the canonical repository every image's source label must name
+    stable_branch: str | None = None  # whose push/schedule/dispatch runs' keyless signatures count
 
 
 class PublishRequest(NamedTuple):
@@ -62,7 +63,8 @@ def publish_commit(args: argparse.Namespace, options: Options) -> Commit:
     else:
         ctx = _planning().require_trusted_run(args, options, f"publish {args.publish_command}")
         commit = Commit((args.sha or ctx.sha).lower(), ctx.repository.split("/")[0],
-                        f"{ctx.server_url.rstrip('/')}/{options.trust.canonical_repository or ctx.repository}")
+                        f"{ctx.server_url.rstrip('/')}/{options.trust.canonical_repository or ctx.repository}",
+                        _planning().trust(args, options).stable_branch)
     if not commit.sha:
         raise UsageError("publish: no commit (pass --sha, or set GITHUB_SHA)")
     return commit
@@ -107,7 +109,8 @@ def run_publish(options: Options, request: PublishRequest) -> PublishRun:
                        github_release=request.github_release, records=request.records,
                        source_url=request.commit.source_url, commit_time=request.commit_time,
                        lease_options={"wait": request.lease_wait}, log=common.indented, say=common.log,
-                       warn=lambda m: gha.annotate("warning", m), group=gha.group)
+                       warn=lambda m: gha.annotate("warning", m), group=gha.group,
+                       stable_branch=request.commit.stable_branch)
 
 
 def emit_publish(outcome: PublishRun, request: PublishRequest, as_json: bool) -> None:

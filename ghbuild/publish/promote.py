@@ -82,7 +82,7 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
         factory: registry.RegistryFactory | None = None, commit_time: int | Callable[[], int | None] | None = None,
         lease_options: Mapping[str, Any] | None = None, log: Callable[[str], None] = lambda m: None,
         say: Callable[[str], None] = lambda m: None, warn: Callable[[str], None] = lambda m: None,
-        group: Callable[[str], Any] | None = None) -> PublishRun:
+        group: Callable[[str], Any] | None = None, stable_branch: str | None = None) -> PublishRun:
     """Publish `images` of commit `sha` as a nightly or as release `version` (checked before anything else).
 
     Only what the trusted build recorded is published: `records` (job id -> `build --record` record, as
@@ -115,7 +115,8 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
     canonical = options.trust.canonical_repository or env.get("GITHUB_REPOSITORY")
     trust = signing.for_publish(env, canonical,
                                 source_url if recorded is not None else None,
-                                [name for name in images if options.images[name].attest.provenance == "off"])
+                                [name for name in images if options.images[name].attest.provenance == "off"],
+                                stable_branch or options.trust.stable_branch)
     unchecked = signing.gate(trust, f"publish {kind}", dry_run) if trust is not None else None
     if unchecked:           # before any registry request; refused (exit 13) in GitHub Actions
         warn(unchecked)

@@ -28,12 +28,14 @@ class Signing(NamedTuple):
 
 
 def for_publish(env: Mapping[str, str], canonical_repository: str | None, source_url: str | None,
-                unattested: Collection[str] = ()) -> Signing | None:
-    """How this publish verifies and signs; None without a canonical source (a dry run without records)."""
+                unattested: Collection[str] = (), stable_branch: str | None = None) -> Signing | None:
+    """How this publish verifies and signs; None without a canonical source (a dry run without records). A keyless
+    signature counts only from a push, schedule or dispatch run of `stable_branch` (ghbuild.sign.policy)."""
     if not source_url:
         return None
-    return Signing(policy.verifier(env, canonical_repository), policy.signer(env), source_url, env,
-                   frozenset(unattested))
+    server_url = source_url.rstrip("/").rsplit("/", 2)[0]
+    return Signing(policy.verifier(env, canonical_repository, branch=stable_branch, server_url=server_url),
+                   policy.signer(env), source_url, env, frozenset(unattested))
 
 
 def gate(signing: Signing, what: str, dry_run: bool) -> str | None:
@@ -48,18 +50,20 @@ def gate(signing: Signing, what: str, dry_run: bool) -> str | None:
 
 
 def verify_staging(signing: Signing, prepared: list[_Prepared], log: Callable[[str], None]) -> None:
-    """Before anything is written: each recorded digest's signature and provenance, else VerificationError.
-    A publish that cannot verify has passed `gate` already (and said so)."""
+    """Before anything is written: each recorded digest's signature and provenance, else VerificationError; a
+    source without a recorded digest is refused (it could only be read from a movable tag). A publish that
+    cannot verify has passed `gate` already (and said so)."""
     if not signing.verifier.verifies:
         return
     cosign = signing.cosign
     for prep in prepared:
         for source in prep.plan.sources:
             if not source.digest:
-                continue
+                raise VerificationError(f"{prep.plan.image}: {source.ref}: no recorded digest to verify; only "
+                                        "what the trusted build recorded is published")
             done = check.verify_image(prep.src, prep.s_repo, source.digest, signing.verifier, signing.source_url,
                                       prep.plan.sha, cosign, prep.plan.image not in signing.unattested)
-            log(f"verified {done.ref}: signed for {done.revision} of {done.source}"
+            log(f"verified {done.ref}: signed by {done.signer} for {done.revision} of {done.source}"
                 + (f", provenance of {', '.join(done.platforms)}" if done.platforms else ""))
 
 
@@ -73,16 +77,16 @@ def sign_published(signing: Signing, prep: _Prepared, log: Callable[[str], None]
     digests = [*prep.result.arch_digests.values(), prep.result.index_digest or ""]
     for digest in dict.fromkeys(d for d in digests if d):
         ref = f"{prep.dst.host}/{prep.p_repo}@{digest}"
-        if signing.verifier.verifies and _signed(cosign, ref, signing.verifier, annotations, prep.plan.sha):
+        if signing.verifier.verifies and _signed(cosign, ref, signing.verifier, annotations):
             log(f"signed already: {ref}")
             continue
         cosign.sign(ref, signing.signer, annotations)
         log(f"signed {ref} ({signing.signer.mode})")
 
 
-def _signed(cosign: Cosign, ref: str, verifier: policy.Verifier, annotations: Mapping[str, str], sha: str) -> bool:
+def _signed(cosign: Cosign, ref: str, verifier: policy.Verifier, annotations: Mapping[str, str]) -> bool:
     try:
-        cosign.verify(ref, verifier, annotations, sha)
+        cosign.verify(ref, verifier, annotations)
     except VerificationError:
         return False
     return True

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ghbuild import naming
-from ghbuild.errors import RegistryError, VerificationError
+from ghbuild.errors import InvalidReferenceError, RegistryError, TransientError, UsageError, VerificationError
 from ghbuild.registry.client import Registry, client_factory
 from ghbuild.sign import policy, provenance
 from ghbuild.sign.cosign import Cosign
@@ -20,6 +20,7 @@ class Verified(NamedTuple):
     source: str
     revision: str
     platforms: tuple[str, ...]     # the platform images whose provenance was checked
+    signer: str = ""               # who signed: the key, or the keyless certificate's identity
 
 
 def signed_commit(payloads: list[dict[str, Any]], source_url: str) -> str | None:
@@ -72,12 +73,14 @@ def check_provenance(reg: Registry, repo: str, digest: str, source_url: str, sha
 def verify_image(reg: Registry, repo: str, digest: str, verifier: Verifier, source_url: str, sha: str | None,
                  cosign: Cosign, provenance_required: bool = True) -> Verified:
     """The signature of `repo@digest` on `reg` verifies (made for `source_url`, and `sha` when given: else the
-    commit it was signed for is taken), and its provenance names that commit of `source_url`."""
+    commit it was signed for is taken), and its provenance names that commit of `source_url`. `sha` is the
+    signed revision annotation, not the keyless certificate's commit (a release of an older commit is signed by
+    a run at the branch head)."""
     ref = f"{reg.host}/{repo}@{digest}"
     wanted: Mapping[str, str] = (signed_annotations(source_url, sha) if sha
                                  else {LABEL_SOURCE: source_url.rstrip("/")})
-    payloads = cosign.verify(ref, verifier, wanted, sha)
-    revision = sha or signed_commit(payloads, source_url)
+    signature = cosign.verify(ref, verifier, wanted)
+    revision = sha or signed_commit(signature.payloads, source_url)
     if not revision:
         raise VerificationError(f"{ref}: its signature names no commit of {source_url}")
     try:
@@ -85,7 +88,7 @@ def verify_image(reg: Registry, repo: str, digest: str, verifier: Verifier, sour
                      else ())
     except RegistryError as exc:
         raise VerificationError(f"{ref}: provenance unreadable: {exc}") from None
-    return Verified(ref, source_url, revision, platforms)
+    return Verified(ref, source_url, revision, platforms, signature.signer)
 
 
 def sign_image(ref: str, source_url: str, sha: str, env: Mapping[str, str], cosign: Cosign | None = None) -> str:
@@ -97,19 +100,41 @@ def sign_image(ref: str, source_url: str, sha: str, env: Mapping[str, str], cosi
     return signer.mode
 
 
-def verify_reference(reference: str, repository: str, env: Mapping[str, str], key: str | None = None,
-                     sha: str | None = None, server_url: str = "https://github.com") -> Verified:
-    """`ghbuild verify`: a published image (a tag or a digest) signed for `repository`'s canonical URL, by
-    `key` (else keyless: one of its workflows through GitHub's OIDC issuer), with provenance naming the commit
-    it was signed for (`sha`, when given, must be that commit)."""
+def checked_reference(reference: str) -> tuple[str, str, str]:
+    """(host, repository, tag or digest) of an image reference `ghbuild verify` was given, else UsageError:
+    nothing malformed reaches the network."""
     host, repo, ref = naming.split_reference(reference)
+    name = reference.partition("@")[0]
+    problem = None
+    try:
+        naming.validate_repository(name[: name.rfind(":")] if name.rfind(":") > name.rfind("/") else name, "")
+    except InvalidReferenceError as exc:
+        problem = str(exc)
+    if not problem and not (naming.DIGEST_RE.match(ref) if "@" in reference else naming.TAG_RE.match(ref)):
+        problem = f"{ref!r} is not a valid {'digest (sha256:<64 hex>)' if '@' in reference else 'tag'}"
+    if problem:
+        raise UsageError(f"verify: {reference!r} is not an image reference (host/repository:tag or "
+                         f"host/repository@sha256:<64 hex>): {problem}")
+    return host, repo, ref
+
+
+def verify_reference(reference: str, repository: str, env: Mapping[str, str], key: str | None = None,
+                     sha: str | None = None, server_url: str = "https://github.com",
+                     branch: str | None = None) -> Verified:
+    """`ghbuild verify`: a published image (a tag or a digest) signed for `repository`'s canonical URL, by
+    `key` (else GHBUILD_VERIFY_KEY or keyless: a push, schedule or dispatch run of its stable `branch`), with
+    provenance naming the commit it was signed for (`sha`, when given, must be that commit)."""
+    host, repo, ref = checked_reference(reference)
     reg = client_factory(env, lambda m: None)(host)
     try:
         found = reg.resolve(repo, ref)
+    except TransientError as exc:
+        raise VerificationError(f"{reference}: not verified: the registry {host} could not be reached: {exc}") \
+            from None
     except RegistryError as exc:
         raise VerificationError(f"{reference}: {exc}") from None
     if found is None:
         raise VerificationError(f"{reference}: no such image")
-    verifier = policy.verifier(env, repository, key, keyless=True)
+    verifier = policy.verifier(env, repository, key, keyless=True, branch=branch, server_url=server_url)
     return verify_image(reg, repo, found.digest, verifier, policy.source_url(server_url, repository), sha,
                         Cosign(env))

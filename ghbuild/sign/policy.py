@@ -3,14 +3,23 @@
 Signing is key-based when GHBUILD_SIGN_KEY names a cosign key (a file or `env://VAR`, its password in
 COSIGN_PASSWORD, cosign's own conventions); keyless in GitHub Actions when the job may ask for an OIDC token
 (`id-token: write`: the runner then sets ACTIONS_ID_TOKEN_REQUEST_URL/_TOKEN), through Fulcio and Rekor; else
-none, with the reason. Verification mirrors it: GHBUILD_VERIFY_KEY (or `--key`), else, in Actions, the keyless
-identity of a workflow of the canonical repository at the commit being checked.
+none, with the reason. Verification mirrors it: GHBUILD_VERIFY_KEY (or `--key`) and, in Actions (or for
+`ghbuild verify`), the keyless identity `KeylessIdentity` describes; either one verifying is enough.
+
+A keyless certificate of a GitHub Actions job (Fulcio) carries the job's `job_workflow_ref` as its identity (the
+SAN: for a job of a reusable workflow, the *called* workflow, e.g. ghbuild's build-images.yml) and, as extensions,
+the caller run's `repository`, `ref`, `sha` and `event_name`. So the identity pins the repository, the stable
+branch's ref and the trigger (push, schedule, workflow_dispatch: never a pull request or a run that may execute
+one's code), and the SAN to the repository's own workflows on that branch or to ghbuild's signing workflows. The
+certificate's commit is not pinned: a release of an older commit is signed by a run at the branch head; the
+signed revision annotation and the provenance name the commit.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ghbuild.errors import ConfigError
 
@@ -20,6 +29,15 @@ GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
 REQUIRE_SIGNATURE = "GHBUILD_REQUIRE_SIGNATURE"
 LABEL_SOURCE = "org.opencontainers.image.source"
 LABEL_REVISION = "org.opencontainers.image.revision"
+# The runs whose keyless signatures count: what runs the stable branch's own code, never a pull request's.
+TRUSTED_TRIGGERS = ("push", "schedule", "workflow_dispatch")
+DEFAULT_STABLE_BRANCH = "main"          # ghbuild.plan.planner.FALLBACK_STABLE_BRANCH, without importing it
+# The repository whose reusable workflows sign for adopters (their Fulcio SAN); a fork of ghbuild sets its own.
+WORKFLOWS_REPOSITORY_VAR = "GHBUILD_WORKFLOWS_REPOSITORY"
+DEFAULT_WORKFLOWS_REPOSITORY = "ghbuild/ghbuild"
+SIGNING_WORKFLOWS = ("build-images.yml", "nightly.yml", "release.yml")
+# cosign verify --output json: the certificate's GitHub workflow trigger (OID 1.3.6.1.4.1.57264.1.2), by name and OID.
+_TRIGGER_KEYS = ("githubWorkflowTrigger", "1.3.6.1.4.1.57264.1.2")
 
 
 class Signer(NamedTuple):
@@ -32,10 +50,41 @@ class Signer(NamedTuple):
         return self.mode != "none"
 
 
+def _go_quote(text: str) -> str:
+    """`text` literally in a Go (RE2) regular expression, as cosign reads --certificate-identity-regexp."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
+
+
+class KeylessIdentity(NamedTuple):
+    """Who may sign keyless for `repository`: a push, schedule or dispatch run of its stable branch, in one of
+    its own workflows or one of ghbuild's reusable signing workflows (module docstring)."""
+
+    repository: str                     # canonical OWNER/NAME: the caller run's repository
+    branch: str                         # the stable branch: the caller run's ref is refs/heads/<branch>
+    workflows_repository: str = DEFAULT_WORKFLOWS_REPOSITORY
+    server_url: str = "https://github.com"
+
+    @property
+    def ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    def san_regexp(self) -> str:
+        """The certificate's SAN (the job's job_workflow_ref as a URL): a workflow of the repository on the stable
+        branch, or ghbuild's signing workflow at whatever ref the caller's stable branch pinned."""
+        own = f"(?i:{_go_quote(self.repository)})/\\.github/workflows/[^/@]+@{_go_quote(self.ref)}"
+        called = "|".join(_go_quote(name) for name in SIGNING_WORKFLOWS)
+        toolkit = f"(?i:{_go_quote(self.workflows_repository)})/\\.github/workflows/(?:{called})@[^@]+"
+        return f"^{_go_quote(self.server_url.rstrip('/'))}/(?:{own}|{toolkit})$"
+
+    def describe(self) -> str:
+        return (f"keyless: a {'/'.join(TRUSTED_TRIGGERS)} run of {self.repository} on {self.ref} ({self.repository}'s "
+                f"workflows, or {self.workflows_repository}'s {', '.join(SIGNING_WORKFLOWS)}), GitHub's OIDC issuer")
+
+
 class Verifier(NamedTuple):
-    mode: str                 # "key" | "keyless" | "none"
+    mode: str                 # "key" | "keyless" | "key or keyless" | "none"
     key: str | None           # the public key's path
-    repository: str | None    # keyless: the canonical owner/name the signing workflow must run in
+    identity: KeylessIdentity | None
     reason: str
 
     @property
@@ -60,16 +109,26 @@ def signer(env: Mapping[str, str]) -> Signer:
 
 
 def verifier(env: Mapping[str, str], canonical_repository: str | None, key: str | None = None, *,
-             keyless: bool | None = None) -> Verifier:
-    """The public key when one is given (`key`, else GHBUILD_VERIFY_KEY); else keyless when `keyless` (None: when
-    this job could sign keyless itself, as a publishing job granted `id-token: write` can); else none."""
-    key = (key or env.get("GHBUILD_VERIFY_KEY") or "").strip()
+             keyless: bool | None = None, branch: str | None = None,
+             server_url: str = "https://github.com") -> Verifier:
+    """The public key (`key`, else GHBUILD_VERIFY_KEY) and the keyless identity of `canonical_repository`'s stable
+    `branch` when `keyless` (None: when this job could sign keyless itself, as a publishing job granted
+    `id-token: write` can); a signature by either verifies, so a build signing keyless and a publish holding the
+    public key agree. An explicit `key` (`ghbuild verify --key`) is the only one asked for."""
+    explicit = bool((key or "").strip())
+    key = (key or env.get("GHBUILD_VERIFY_KEY") or "").strip() or None
+    identity = None
+    if not explicit and (oidc_available(env) if keyless is None else keyless) and canonical_repository:
+        identity = KeylessIdentity(canonical_repository, branch or DEFAULT_STABLE_BRANCH,
+                                   (env.get(WORKFLOWS_REPOSITORY_VAR) or "").strip() or DEFAULT_WORKFLOWS_REPOSITORY,
+                                   server_url)
+    if key and identity:
+        return Verifier("key or keyless", key, identity, f"cosign public key {key}, or {identity.describe()}")
     if key:
-        return Verifier("key", key, canonical_repository, f"cosign public key {key}")
-    if (oidc_available(env) if keyless is None else keyless) and canonical_repository:
-        return Verifier("keyless", None, canonical_repository,
-                        f"keyless: a workflow of {canonical_repository} signed through GitHub's OIDC issuer")
-    return Verifier("none", None, canonical_repository,
+        return Verifier("key", key, None, f"cosign public key {key}")
+    if identity:
+        return Verifier("keyless", None, identity, identity.describe())
+    return Verifier("none", None, None,
                     "not verified: GHBUILD_VERIFY_KEY is unset and this job has no GitHub OIDC token to "
                     "sign or verify keyless with")
 
@@ -146,24 +205,44 @@ def sign_args(signer: Signer, annotations: Mapping[str, str], ref: str) -> list[
     return [*argv, ref]
 
 
-def verify_args(verifier: Verifier, annotations: Mapping[str, str], ref: str, sha: str | None) -> list[str]:
-    """`cosign verify` for `ref`: the key, or the keyless identity (the canonical repository's workflow, at
-    `sha` when it is known, issued by GitHub's OIDC issuer), and the signed annotations."""
+def verify_args(annotations: Mapping[str, str], ref: str, *, key: str | None = None,
+                identity: KeylessIdentity | None = None) -> list[str]:
+    """`cosign verify` for `ref` with `key`, or with the keyless `identity` (issuer, SAN, the caller run's
+    repository and ref; the trigger is checked on cosign's answer, `trusted_trigger`, as cosign takes one value
+    only), and the signed annotations."""
     argv = ["verify", "--output", "json"]
-    if verifier.mode == "key":
-        argv += ["--key", verifier.key or "", "--insecure-ignore-tlog=true"]
-    elif verifier.mode == "keyless":
-        repository = verifier.repository or ""
+    if key:
+        argv += ["--key", key, "--insecure-ignore-tlog=true"]
+    elif identity:
         argv += ["--certificate-oidc-issuer", GITHUB_OIDC_ISSUER,
-                 "--certificate-identity-regexp", r"^https://github\.com/.+/\.github/workflows/.+@refs/.+$",
-                 "--certificate-github-workflow-repository", repository]
-        if sha:
-            argv += ["--certificate-github-workflow-sha", sha]
+                 "--certificate-identity-regexp", identity.san_regexp(),
+                 "--certificate-github-workflow-repository", identity.repository,
+                 "--certificate-github-workflow-ref", identity.ref]
     else:
-        raise ValueError(verifier.reason)
+        raise ValueError("verify_args: a key or a keyless identity")
     for name in sorted(annotations):
         argv += ["-a", f"{name}={annotations[name]}"]
     return [*argv, ref]
+
+
+def certificate_trigger(payload: dict[str, Any]) -> str:
+    """The GitHub workflow trigger of the certificate behind a payload cosign verified ("" when none)."""
+    optional = payload.get("optional") or {}
+    return next((str(optional[k]) for k in _TRIGGER_KEYS if optional.get(k)), "")
+
+
+def trusted_trigger(payloads: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The keyless signatures cosign verified whose certificate's trigger is a trusted one, and the other triggers
+    seen. cosign writes the certificate's values over any annotation of the same name, so a signer cannot claim a
+    trigger; a certificate without one counts as untrusted."""
+    kept, others = [], []
+    for payload in payloads:
+        trigger = certificate_trigger(payload)
+        if trigger in TRUSTED_TRIGGERS:
+            kept.append(payload)
+        else:
+            others.append(trigger or "(no trigger)")
+    return kept, others
 
 
 def source_url(server_url: str, repository: str) -> str:
