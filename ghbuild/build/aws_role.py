@@ -18,7 +18,9 @@ Settings (environment; none of them secret):
 - GHBUILD_AWS_ROLE_DURATION: seconds the credentials last, 900 to 43200 (default 3600; the role's
   maximum session duration must allow it; a build that outlives it loses sccache writes, not the build);
 - the STS region: GHBUILD_AWS_REGION, else sccache.region, else AWS_REGION / AWS_DEFAULT_REGION, else us-east-1;
-- AWS_ENDPOINT_URL_STS (else AWS_ENDPOINT_URL): another STS endpoint, as the AWS SDKs read them (the tests' moto).
+  an AWS region name (`us-east-1`), checked: it becomes the host name the job's OIDC token is sent to;
+- AWS_ENDPOINT_URL_STS: another STS endpoint (the tests' moto). Not the generic AWS_ENDPOINT_URL, which points
+  S3 elsewhere (a MinIO, a moto) and must not take the token along.
 The session is named after the run (`ghbuild-<run id>-<attempt>`), which CloudTrail shows.
 """
 
@@ -30,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import urlencode, urlsplit
 
+from ghbuild.config.typed import AWS_REGION_RE
 from ghbuild.errors import ConfigError
 from ghbuild.github import gha, oidc
 from ghbuild.http.retry import RetryingClient
@@ -68,9 +71,15 @@ def settings(env: Mapping[str, str], sccache_region: str | None = None) -> RoleS
         duration = -1
     if not 900 <= duration <= 43200:
         raise ConfigError(f"{DURATION_VAR}: {raw!r} is not a number of seconds from 900 to 43200")
-    region = (env.get(REGION_VAR) or sccache_region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
-              or "us-east-1").strip()
-    endpoint = (env.get("AWS_ENDPOINT_URL_STS") or env.get("AWS_ENDPOINT_URL") or "").strip() or None
+    region, origin = next(((v.strip(), name) for name, v in ((REGION_VAR, env.get(REGION_VAR)),
+                                                            ("sccache.region", sccache_region),
+                                                            ("AWS_REGION", env.get("AWS_REGION")),
+                                                            ("AWS_DEFAULT_REGION", env.get("AWS_DEFAULT_REGION")))
+                           if v and v.strip()), ("us-east-1", "default"))
+    if not AWS_REGION_RE.match(region):
+        raise ConfigError(f"{origin}: {region!r} is not an AWS region name (like us-east-1): it names the STS host "
+                          f"the job's OIDC token goes to")
+    endpoint = (env.get("AWS_ENDPOINT_URL_STS") or "").strip() or None
     run = "-".join(v for v in (env.get("GITHUB_RUN_ID", ""), env.get("GITHUB_RUN_ATTEMPT", "")) if v) or "local"
     session_name = _SESSION_NAME_BAD.sub("-", f"ghbuild-{run}")[:64]
     return RoleSettings(role, duration, region, endpoint, session_name)

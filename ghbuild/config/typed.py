@@ -130,12 +130,19 @@ def _cache_mounts(name: str, mounts: list[dict[str, Any]], where: _Where) -> tup
     return tuple(out)
 
 
+# An AWS region name (us-east-1, eu-central-2, us-gov-west-1): it becomes STS's and S3's host name.
+AWS_REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+\Z")
+
+
 def _sccache(sc: dict[str, Any], where: _Where) -> SccacheOptions:
     endpoint = sc.get("endpoint", "")
     try:
         check_endpoint(endpoint)
     except ValueError as exc:
         raise where.error("sccache.endpoint", str(exc)) from None
+    region = sc.get("region")
+    if region and not AWS_REGION_RE.match(region):
+        raise where.error("sccache.region", f"{region!r} is not an AWS region name (like us-east-1)")
     return SccacheOptions(
         enabled=sc.get("enabled", True),
         bucket=sc.get("bucket") or None,
