@@ -114,3 +114,17 @@ def test_a_moved_per_arch_nightly_goes_with_its_commit_and_its_signature():
     assert {d.tag for d in plan.delete} == {f"nightly-{first}", f"nightly-{first}-x86_64",
                                             f"sha256-{'a' * 64}.sig", f"sha256-{'c' * 64}.sig"}
     assert {f"sha256-{c * 64}.sig" for c in "bd"} <= {d.tag for d in plan.keep}
+
+
+def test_prune_of_two_nightlies_with_one_created_time_keeps_the_one_the_moving_tags_hold():
+    """Two nightlies of fully cached builds share `created`; the older commit's sha sorts higher. keep=1 keeps the
+    newer, which the moving tags hold, and deletes the older with its signature (issue 26, finding 6)."""
+    old, new = "f" * 40, "0" * 40
+    d = lambda c: "sha256:" + c * 64  # noqa: E731
+    tags = [_t(f"nightly-{old}", d("a"), 5, [d("b")]), _t(f"nightly-{old}-x86_64", d("c"), 5),
+            _t(f"nightly-{new}", d("1"), 5, [d("2")]), _t(f"nightly-{new}-x86_64", d("3"), 5),
+            _t("nightly", d("1"), 5, [d("2")]), _t("nightly-x86_64", d("3"), 5),
+            _t(f"sha256-{'c' * 64}.sig", d("9"), 5)]
+    plan = plan_prune(tags, keep=1)
+    assert plan.kept_commits == [new]
+    assert {x.tag for x in plan.delete} == {f"nightly-{old}", f"nightly-{old}-x86_64", f"sha256-{'c' * 64}.sig"}

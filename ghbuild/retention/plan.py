@@ -11,7 +11,8 @@ Rules (`plan_prune`):
 - Candidates are only the per-commit tags `<nightly>-<sha>` and `<nightly>-<sha>-<suffix>`. The moving
   tags and every other tag (releases, `latest`...) are never candidates.
 - Commits are ranked by push time (the newest push of any of their tags); a commit with no known push
-  time is kept. Ties are broken by name, so a run is reproducible.
+  time is kept. Among equal times the commit the moving tags hold ranks first (it is the newest published),
+  then by name, so a run is reproducible.
 - A tag is never deleted when its digest is referenced by a kept tag: a kept tag's own digest, the
   children of a kept index, the moving tags' digests and their children.
 
@@ -128,8 +129,12 @@ def plan_prune(tags: Sequence[TagInfo], keep: int, nightly_tag: str = "nightly",
         times = [t.pushed for t in groups[sha] if t.pushed is not None]
         return max(times) if times else None
 
+    # Equal times (two nightlies of fully cached builds share their images' `created`): the commit the moving tags
+    # hold is the newest published (publishing never moves them back), then the name.
+    current = {t.digest for t in tags if t.name in moving and t.digest}
+    holds_moving = {sha for sha, group in groups.items() if any(t.digest in current for t in group)}
     timed = sorted(((sha, group_time(sha)) for sha in groups if group_time(sha) is not None),
-                   key=lambda st: (st[1], st[0]), reverse=True)
+                   key=lambda st: (st[1], st[0] in holds_moving, st[0]), reverse=True)
     untimed = sorted(sha for sha in groups if group_time(sha) is None)
     kept_commits = [sha for sha, _ in timed[:keep]]
     rank = {sha: i + 1 for i, (sha, _) in enumerate(timed)}
