@@ -51,7 +51,8 @@ def test_no_document_advises_repository_secrets_for_the_keys():
     texts = [*REPO.glob("*.md"), *(REPO / "docs").glob("*.md"), *WORKFLOWS.glob("*.yml"),
              *(REPO / ".github" / "actions").glob("*/action.yml")]
     for path in texts:
-        assert "github://" not in path.read_text("utf-8"), path
+        if path.name != "CHANGELOG.md":             # history may name what it no longer advises
+            assert "github://" not in path.read_text("utf-8"), path
     trust = (REPO / "docs" / "trust.md").read_text("utf-8")
     assert "environment secrets only" in trust
 
@@ -66,7 +67,8 @@ def test_the_release_accepts_what_cis_build_signs():
     assert job["permissions"]["id-token"] == "write"           # the release may verify (and sign) keyless
     assert release["on"]["workflow_call"]["inputs"]["records-from"]["default"] == "ci.yml"
     step = next(s for s in job["steps"] if s.get("uses") == "$/.github/actions/publish")
-    assert step["env"]["GHBUILD_VERIFY_KEY"] == "${{ secrets.COSIGN_PUBLIC_KEY != '' && 'env://COSIGN_PUBLIC_KEY' || '' }}"
+    assert step["env"]["GHBUILD_VERIFY_KEY"] == ("${{ secrets.COSIGN_PUBLIC_KEY != '' && 'env://COSIGN_PUBLIC_KEY' "
+                                                 "|| '' }}")
     # In that job, with a public key in the publish environment, a keyless signature still verifies.
     env = {"GITHUB_ACTIONS": "true", "ACTIONS_ID_TOKEN_REQUEST_URL": "u", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "t",
            "GHBUILD_VERIFY_KEY": "env://COSIGN_PUBLIC_KEY"}

@@ -102,7 +102,8 @@ def test_nightly_and_release_are_signed_and_verify(session, hub, keys, signed):
         assert ok.returncode == 0, ok.stderr
     said = verify(f"{repo}:nightly", keys)
     assert said.returncode == 0, said.stderr
-    assert said.stdout.strip() == (f"verified {repo}@{result['index_digest']}: signed for {sha} of {SOURCE}; "
+    assert said.stdout.strip() == (f"verified {repo}@{result['index_digest']}: signed by cosign key "
+                                   f"{keys['GHBUILD_VERIFY_KEY']} for {sha} of {SOURCE}; "
                                    "provenance of linux/amd64 names that commit")
     assert verify(f"{repo}:nightly-x86_64", keys, "--sha", sha).returncode == 0
     # the per-arch tag still runs for `docker pull --platform` (a one-platform index with its attestation)
