@@ -35,3 +35,10 @@ def test_key_signed_notes_name_the_key_and_unsigned_ones_offer_no_command():
     unsigned = release_notes(_run(), "org/project", "none")
     assert "ghbuild verify" not in unsigned and "not signed" in unsigned
     assert f"`{INDEX}`" in unsigned                      # the digests are listed all the same
+
+
+def test_a_stable_branch_other_than_main_is_named_in_the_keyless_command():
+    notes = release_notes(_run(), "org/project", "keyless", "release/2.x")
+    assert f"ghbuild verify {REPO}@{INDEX} --repository org/project --branch release/2.x --sha {SHA}" in notes
+    assert "--branch" not in release_notes(_run(), "org/project", "keyless", "main")
+    assert "--branch" not in release_notes(_run(), "org/project", "key", "release/2.x")

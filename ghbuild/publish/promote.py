@@ -142,7 +142,8 @@ def run(options: Options, kind: str, images: list[str], *, sha: str, owner: str,
                                                     else "would be created"))
         else:
             assert version is not None   # a release run parsed it above
-            notes = release_notes(outcome, canonical or "", trust.signer.mode if trust else "none")
+            notes = release_notes(outcome, canonical or "", trust.signer.mode if trust else "none",
+                                  stable_branch or options.trust.stable_branch)
             outcome.github_release = create_github_release(env, version, sha, notes, version.is_prerelease,
                                                            outcome.latest)
             say(f"  GitHub release: {outcome.github_release}")

@@ -93,11 +93,12 @@ def subject_checksums(outcome: PublishRun) -> str:
     return "\n".join(lines)
 
 
-def release_notes(outcome: PublishRun, repository: str, signed: str) -> str:
+def release_notes(outcome: PublishRun, repository: str, signed: str, branch: str | None = None) -> str:
     """Markdown for the GitHub release, from what the release published: per image its tags and digests (the
     multi-arch index, then each architecture's image), and the `ghbuild verify` command that checks it.
     `repository`: the canonical OWNER/NAME the signatures name; `signed`: how publishing signed (key, keyless,
-    none: ghbuild.sign.policy)."""
+    none: ghbuild.sign.policy); `branch`: the stable branch a keyless signature must come from (named in the
+    command unless it is `ghbuild verify`'s own default, main)."""
     lines = [f"Images for v{outcome.version} of {repository}, built from commit {outcome.sha}.", ""]
     verify = []
     for result in outcome.results:
@@ -115,6 +116,7 @@ def release_notes(outcome: PublishRun, repository: str, signed: str) -> str:
     how = ("signed with the project's cosign key; `cosign.pub` is its public key" if signed == "key" else
            f"signed keyless by a GitHub Actions workflow of {repository} (Sigstore: Fulcio, Rekor)")
     key = " --key cosign.pub" if signed == "key" else ""
+    key += f" --branch {branch}" if signed != "key" and branch and branch != "main" else ""
     lines += [f"Every digest above is {how}, and its provenance names commit {outcome.sha}. Check it with "
               "ghbuild (with cosign 2 on PATH):", "", "```sh"]
     lines += [f"ghbuild verify {ref} --repository {repository}{key} --sha {outcome.sha}" for ref in verify]
