@@ -1,7 +1,7 @@
 """sccache settings that must be right before anything reaches a build.
 
 Pure checks, the mode a dry run would get (`planned`), the S3 preflight that picks the mode
-before a real build (`preflight`, boto3), and what reaches the build: every setting (mode, bucket,
+before a real build (`preflight`, ghbuild.build.s3probe), and what reaches the build: every setting (mode, bucket,
 region, endpoint, key prefix, credentials) as KEY=VALUE lines in the BuildKit secret `ghbuild_sccache`,
 never as a build arg, so a mode change never invalidates a layer; and the helper image, digest-pinned,
 as the build arg GHBUILD_SCCACHE_IMAGE (docker/sccache-helper reads the secret inside each RUN step).
@@ -99,7 +99,7 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     `refusal`: why this run may not use the AWS credentials in its environment (None: it may). Credentials
     inside a build can write whatever its RUN steps like, so only the trusted run gets them.
 
-    Talks to S3 with boto3 (bucket reachable, then a write probe). Never raises for S3 trouble:
+    Talks to S3 (ghbuild.build.s3probe: bucket reachable, then a write probe). Never raises for S3 trouble:
     the build always proceeds, and a degraded mode carries the cause in `reason`.
     """
     if not options.enabled:
@@ -107,8 +107,9 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     if not options.bucket:
         return SccacheDecision("local", "no sccache bucket configured: local disk cache (lost with the builder)",
                                settings_for(options, "local"))
-    require("boto3", "aws", "the sccache S3 check")
-    # The `aws` extra and the HTTP stack: loaded only for a real build with a bucket.
+    # botocore (the `aws` extra) signs the probe's requests; boto3 itself is not imported on this path (0.15 s).
+    require("botocore.auth", "aws", "the sccache S3 check")
+    # The HTTP stack: loaded only for a real build with a bucket.
     from ghbuild.build import aws_role, s3probe
 
     creds = {k: env.get(k, "") for k in _CRED_VARS}
