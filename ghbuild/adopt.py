@@ -335,7 +335,7 @@ jobs:
       contents: read
       packages: write       # per-commit images and the layer cache on GHCR
       actions: read         # the build reads the Actions cache usage against its budget
-      id-token: write       # only the trusted build jobs ask for it: the AWS role below
+      id-token: write       # only the trusted build jobs ask for it: keyless signing, the AWS role below
     with:
       # An AWS role for the sccache bucket, assumed with the trusted job's OIDC token: no stored keys
       # (docs/trust.md, "Keyless AWS credentials"); or leave it empty and set the two secrets.
