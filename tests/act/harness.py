@@ -43,7 +43,6 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -349,21 +348,22 @@ def event_payload(kind: str, sha: str, repository: str = SELF_REPOSITORY, **inpu
 # --------------------------------------------------------------------------- wheelhouse
 
 
+SETUP_LOCKS = REPO / ".github" / "actions" / "setup" / "requirements"
+
+
 def build_wheelhouse(dest: Path, timeout: float = 600) -> Path:
-    """ghbuild's dependencies, its `aws` and `docker` extras and its build backend as wheels, so that the
-    `setup` action installs offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests)."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
-    wanted = list(project["build-system"]["requires"]) + list(project["project"]["dependencies"])
-    # The extras the setup action installs by default (`all` = aws + docker): every requirement of every
-    # extra but the test one, without ghbuild's references to its own extras.
-    wanted += [req for extra, reqs in project["project"]["optional-dependencies"].items() if extra != "test"
-               for req in reqs if not req.startswith("ghbuild")]
+    """Exactly what ghbuild's `setup` action installs, as wheels: every hashed lock it installs from
+    (.github/actions/setup/requirements/*.txt: each extras set and the build backend), so that the action
+    installs offline (PIP_NO_INDEX + PIP_FIND_LINKS, given to act's steps only by the tests) the versions
+    it pins. Taken from the locks, not from pyproject.toml's ranges: a release on PyPI since the last
+    `make lock` must not make the offline install miss a pinned version."""
     dest.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                           "--only-binary=:all:", "--dest", str(dest), *wanted],
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise HarnessError(f"pip download for the wheelhouse failed:\n{proc.stderr[-3000:]}")
+    for lock in sorted(SETUP_LOCKS.glob("*.txt")):
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                               "--only-binary=:all:", "--require-hashes", "--no-deps", "--dest", str(dest),
+                               "-r", str(lock)], capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise HarnessError(f"pip download of {lock.name} for the wheelhouse failed:\n{proc.stderr[-3000:]}")
     return dest
 
 
