@@ -145,7 +145,9 @@ def test_tags_move_immutable_first_then_moving_per_arch_then_the_index_tag(reg, 
     run_nightly(options(host, proxy.host), commit, records, commit_time=2000)
     puts = [e.path.rpartition("/")[2] for e in proxy.log if e.method == "PUT" and "/hub/app/manifests/" in e.path
             and not e.path.rpartition("/")[2].startswith("sha256:") and LEASE_TAG not in e.path]
-    assert puts == [f"nightly-{commit}", "nightly-x86_64", "nightly-arm64", "nightly"]
+    # The commit's own tags first (its per-arch images, then its index: immutable), then the moving ones.
+    assert puts == [f"nightly-{commit}-x86_64", f"nightly-{commit}-arm64", f"nightly-{commit}", "nightly-x86_64",
+                    "nightly-arm64", "nightly"]
 
 
 def test_release_with_the_reply_to_latest_lost_keeps_latest_on_the_previous_release(reg, registry_url, proxy):
@@ -283,7 +285,8 @@ def test_an_older_commit_published_after_a_newer_one_leaves_the_moving_tags(reg,
     now = tags_of(reg, "hub/app")
     assert {t: now[t] for t in MOVING} == {t: before[t] for t in MOVING}
     assert now[f"nightly-{older}"] == published(late)["nightly"]      # its own immutable tag is there
-    assert late.results[0].moved == [f"{host}/hub/app:nightly-{older}"]
+    assert late.results[0].moved == [f"{host}/hub/app:nightly-{older}-x86_64", f"{host}/hub/app:nightly-{older}-arm64",
+                                     f"{host}/hub/app:nightly-{older}"]      # only its own immutable tags
     assert any(newer in w and "newer commit" in w for w in warnings), warnings
 
 
@@ -469,5 +472,7 @@ def test_a_multi_image_nightly_moves_each_rank_for_every_image_before_the_next(r
     run_nightly(options(host, proxy.host, images=("app", "app2")), commit, records, images=("app", "app2"))
     puts = [e.path.split("/")[-3] + ":" + e.path.rpartition("/")[2] for e in proxy.log
             if e.method == "PUT" and "/manifests/" in e.path and "sha256:" not in e.path and LEASE_TAG not in e.path]
-    assert puts == [f"app:nightly-{commit}", f"app2:nightly-{commit}", "app:nightly-x86_64", "app:nightly-arm64",
-                    "app2:nightly-x86_64", "app2:nightly-arm64", "app:nightly", "app2:nightly"]
+    own = [f"app:nightly-{commit}-x86_64", f"app:nightly-{commit}-arm64", f"app2:nightly-{commit}-x86_64",
+           f"app2:nightly-{commit}-arm64", f"app:nightly-{commit}", f"app2:nightly-{commit}"]
+    assert puts == [*own, "app:nightly-x86_64", "app:nightly-arm64", "app2:nightly-x86_64", "app2:nightly-arm64",
+                    "app:nightly", "app2:nightly"]
