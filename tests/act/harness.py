@@ -71,7 +71,9 @@ PLATFORMS = ("ubuntu-24.04", "ubuntu-24.04-arm", "self-hosted")
 USES_RE = re.compile(r"^(\s*-?\s*uses:\s*)(\S+)(.*)$", re.MULTILINE)
 PINNED_RE = re.compile(r"^([\w.-]+/[\w.-]+)(/[^@]*)?@([0-9a-f]{40})$")
 JOB_LINE_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+🏁\s+Job (?P<result>succeeded|failed)", re.MULTILINE)
-STRATEGY_RE = re.compile(r"^( *)strategy:\s*(#.*)?$")
+# `strategy:` opening a block, or anchoring one (`strategy: &name`); an alias (`strategy: *name`) shares the
+# anchored block, which gets the line once.
+STRATEGY_RE = re.compile(r"^( *)strategy:\s*(&[\w.-]+\s*)?(#.*)?$")
 MAX_PARALLEL_RE = re.compile(r"^\s*max-parallel:")
 # What act logs when it could not evaluate part of a job (the job is then skipped or half-configured).
 ACT_EVAL_ERROR_RE = re.compile(r"^\[(?P<job>[^\]]+)\]\s+(?P<error>Error while evaluating .*)$", re.MULTILINE)

@@ -39,6 +39,7 @@ import pytest
 from act import harness
 from fakes import github as github_fake
 from fakes.oci import RegistryClient
+from ruamel.yaml import YAML
 
 VERSION = "1.2.3"
 INDEX_TYPES = {"application/vnd.docker.distribution.manifest.list.v2+json",
@@ -180,8 +181,12 @@ def test_the_tree_act_runs_uses_self_repository_references(act):
     assert act.rewrites.get(".github/workflows/build-images.yml", 0) >= 6, act.rewrites
     for name in ("ci.yml", "nightly.yml", "release.yml"):
         assert act.rewrites.get(f".github/workflows/{name}", 0) >= 1, act.rewrites
-    # The bases and build matrices run one entry at a time under act (its runs-on race).
-    assert act.rewrites.get(".github/workflows/build-images.yml#max-parallel") == 2, act.rewrites
+    # Every matrix of build-images.yml runs one entry at a time under act (its runs-on race): bases, build and
+    # their -trusted twins (same steps through YAML aliases, their own strategy blocks), read as act reads them.
+    assert act.rewrites.get(".github/workflows/build-images.yml#max-parallel") == 4, act.rewrites
+    jobs = YAML(typ="safe").load((act.tree / ".github" / "workflows" / "build-images.yml").read_text("utf-8"))["jobs"]
+    serial = {name: job["strategy"].get("max-parallel") for name, job in jobs.items() if "strategy" in job}
+    assert serial == dict.fromkeys(("bases", "bases-trusted", "build", "build-trusted"), 1), serial
 
 
 def test_push_to_the_default_branch_stages_both_arches(act, push_run):
