@@ -127,7 +127,9 @@ def publish(session, hub, host: str, name: str, sha: str, staging_host: str | No
 
 
 def tag_digests(hub, name: str, *shas: str) -> dict[str, str | None]:
-    tags = ["nightly", *ARCH_TAGS.values(), *(f"nightly-{sha}" for sha in shas)]
+    own = [f"nightly-{sha}{suffix}" for sha in shas
+           for suffix in ("", *(tag.removeprefix("nightly") for tag in ARCH_TAGS.values()))]
+    tags = ["nightly", *ARCH_TAGS.values(), *own]      # a commit's own tags: its index and per-arch images
     return {tag: _digest(hub, name, tag) for tag in tags}
 
 
@@ -350,18 +352,21 @@ def test_failed_tag_move_rolls_back_and_rerun_succeeds(session, hub, staged, fai
     assert f":nightly: failed after {ATTEMPTS} attempts: PUT manifest " in line and "HTTP 500" in line
     assert (f"; restored nightly-arm64 (to {old['arm64']}), nightly-x86_64 (to {old['amd64']}); "
             f"could not restore ") in line, line
-    assert line.endswith(f":nightly-{sha} (new, holds {after[f'nightly-{sha}']}: a registry cannot delete a "
-                         "single tag)"), line
+    own = [f"nightly-{sha}", f"nightly-{sha}-arm64", f"nightly-{sha}-x86_64"]   # the commit's immutable tags
+    for tag in own:
+        assert f":{tag} (new, holds {after[tag]}: a registry cannot delete a single tag)" in line, line
+    assert line.endswith(f":{own[-1]} (new, holds {after[own[-1]]}: a registry cannot delete a single tag)"), line
 
-    # the order on the wire: the new immutable tag, per-arch tags, nightly (x4), then the restores in reverse
+    # the order on the wire: the new immutable tags, per-arch tags, nightly (x4), then the restores in reverse
     tag_puts = [(e.path.rsplit("/", 1)[1], e.status) for e in log
                 if e.method == "PUT" and "/manifests/" in e.path and "sha256:" not in e.path
                 and "ghbuild-publish-lease" not in e.path]
-    assert tag_puts == [(f"nightly-{sha}", 201), ("nightly-x86_64", 201), ("nightly-arm64", 201),
+    assert tag_puts == [(f"nightly-{sha}-x86_64", 201), (f"nightly-{sha}-arm64", 201), (f"nightly-{sha}", 201),
+                        ("nightly-x86_64", 201), ("nightly-arm64", 201),
                         *[("nightly", 500)] * ATTEMPTS, ("nightly-arm64", 201), ("nightly-x86_64", 201)]
 
-    # the moving tags point where they did; only the new commit's own tag exists in addition
-    assert after == {**before, f"nightly-{sha}": after[f"nightly-{sha}"]} and after[f"nightly-{sha}"]
+    # the moving tags point where they did; only the new commit's own tags exist in addition
+    assert after == {**before, **{tag: after[tag] for tag in own}} and all(after[tag] for tag in own)
     assert after["nightly-x86_64"] == old["amd64"] and after["nightly-arm64"] == old["arm64"]
     assert after["nightly"] == after[f"nightly-{old_sha}"] != after[f"nightly-{sha}"]
 
