@@ -205,6 +205,10 @@ def test_push_to_the_default_branch_stages_both_arches(act, push_run):
         assert entry["digest"] == digests[arch] and entry["arch"] == arch and entry["platform"] == f"linux/{arch}"
         assert entry["ref"] == f"{act.staging.host}/{name}@{digests[arch]}"
         assert entry["sha"] == act.sha and entry["trusted"] is True
+        # A trusted build signs what it records; act gives no OIDC token and no cosign key is set here, so it
+        # records none and says why (publish requires a signature only on GitHub itself, not under act).
+        assert entry["signature"] == "none", entry
+    assert push_run.log.count("not signed: GHBUILD_SIGN_KEY is unset and this job has no GitHub OIDC token") == 2
 
 
 def test_push_logged_in_with_the_job_token_and_reported_the_gha_cache(act, push_run):
@@ -364,7 +368,7 @@ def test_the_documented_caller_builds_in_a_fork_without_secrets(act, fork_caller
     digest = digest_of(act.staging, name, own[0])
     assert digests_output(run) == {"cpu-amd64": {"image": "cpu", "arch": "amd64", "platform": "linux/amd64",
                                                  "digest": digest, "ref": f"{act.staging.host}/{name}@{digest}",
-                                                 "sha": run.sha, "trusted": False}}
+                                                 "sha": run.sha, "trusted": False, "signature": "none"}}
     assert architecture(act.staging, name, own[0]) == "linux/amd64"
     # ghbuild's actions came from ghbuild's commit (outside the fork's workspace), not from the fork.
     assert f"ghbuild-ghbuild-.github-actions-setup@{act.sha}" in run.log
