@@ -381,6 +381,15 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+def _free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on now (the kernel's pick)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def _write_dotenv(path: Path, values: dict[str, str]) -> Path:
     for key, value in values.items():
         if "\n" in value or "\r" in value:
@@ -494,6 +503,8 @@ class Act:
                 # the steps ACTIONS_RUNTIME_TOKEN, as a runner does.
                 "--cache-server-addr", "127.0.0.1", "--cache-server-path", str(self.scratch / "actcache"),
                 "--artifact-server-addr", "127.0.0.1", "--artifact-server-path", str(folder / "act-artifacts"),
+                # act's default port is a fixed 34567: two act runs at once (two test modules) would collide.
+                "--artifact-server-port", str(_free_port()),
                 "--action-cache-path", str(folder / "act"), "--action-offline-mode",
                 "--defaultbranch", "main", "--actor", "ghbuild-act"]
         for platform in PLATFORMS:
