@@ -93,8 +93,10 @@ def test_the_build_notes_an_unreadable_api_in_one_line(gh, capsys):
     assert "| GitHub Actions cache | not read: " in render.build_summary(report)
 
 
-@pytest.mark.parametrize("change", [{"GITHUB_TOKEN": ""}, {"GITHUB_ACTIONS": ""}])
+@pytest.mark.parametrize("change", [{"GITHUB_TOKEN": ""}, {"GITHUB_ACTIONS": ""}, {"ACT": "true"}],
+                         ids=["no-token", "outside-actions", "act"])
 def test_no_token_or_outside_actions_no_check(gh, change):
+    """act's GITHUB_API_URL is github.com's and it serves no cache REST API: no request from a test run."""
     report = _report()
     buildjob._cache_budget(report, options(), _plan(), {**env(gh), **change})
     buildjob._cache_budget(report, options(share=0), _plan(), env(gh))

@@ -370,8 +370,10 @@ def _clean_up_untrusted_builder(report: BuildReport, plan: Plan, client: engine.
 
 def _cache_budget(report: BuildReport, options: Options, plan: Plan, env: Mapping[str, str]) -> None:
     """The repository's GitHub Actions cache against cache.budget, in GitHub Actions with the job's token: over
-    cache.warn-share a warning, unreadable a note (ghbuild.actions_cache.budget). Never fails the build."""
-    if options.cache.warn_share <= 0 or env.get("GITHUB_ACTIONS") != "true" or not env.get("GITHUB_TOKEN"):
+    cache.warn-share a warning, unreadable a note (ghbuild.actions_cache.budget). Never fails the build. Not
+    under act (ACT=true): it serves no Actions cache REST API, and its GITHUB_API_URL is github.com's."""
+    if (options.cache.warn_share <= 0 or env.get("GITHUB_ACTIONS") != "true" or not env.get("GITHUB_TOKEN")
+            or env.get("ACT") == "true"):
         return
     from ghbuild.actions_cache import budget  # the HTTP stack: only for a build that checks
 
