@@ -54,3 +54,10 @@ def test_only_used_mounts_are_saved(monkeypatch):
     assert report.cache_mounts[1]["saved"]["status"] == "unchanged (no step that mounts it ran)"
     assert [m.id for m in saved[0][0]] == ["/var/lib/apt/lists", "/root/.cache/x"]
     assert saved[0][1] == [report.cache_mounts[0], report.cache_mounts[2]]
+
+
+def test_a_step_cannot_fake_cached_for_itself_or_another_step():
+    """What a step prints comes with its timestamp (`#7 0.5 ...`): a `#N CACHED` in its output matches nothing, so
+    a build's own step cannot make a mount that it used look unused (and skip the save of a changed mount)."""
+    log = RAN.replace("#7 0.512 Get:1", "#7 0.511 #7 CACHED\n#7 0.512 #8 DONE 0.1s\n#7 0.513 Get:1")
+    assert buildlog.cache_mounts_used(log) == buildlog.cache_mounts_used(RAN)
