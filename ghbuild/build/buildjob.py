@@ -88,8 +88,8 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
     warnings += [builder_note] if builder_note else []
     if decision.degraded:
         warnings.append(f"sccache {decision.mode}: {decision.reason}")
-    redact = tuple(dict.fromkeys([*(v for k, v in env.items() if k in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-                                      and v), *decision.secret_values]))      # a role's credentials too
+    static = [v for k, v in env.items() if k in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") and v]
+    redact = tuple(dict.fromkeys([*static, *decision.secret_values]))      # a role's credentials too
     for value in redact:
         gha.mask(value)
 
