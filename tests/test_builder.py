@@ -56,7 +56,7 @@ def asked(tmp_path: Path) -> list[str]:
 def env(tmp_path, **extra):
     import os
 
-    return {"PATH": os.environ["PATH"], "FAKE_DIR": str(tmp_path), **extra}
+    return {"PATH": os.environ["PATH"], "FAKE_DIR": str(tmp_path), "DOCKER_CONFIG": str(tmp_path / "cfg"), **extra}
 
 
 def test_without_a_setting_the_engines_own_builder_is_used(fake, tmp_path):
@@ -68,8 +68,47 @@ def test_without_a_setting_the_engines_own_builder_is_used(fake, tmp_path):
 
 
 def test_the_current_context_is_the_engines_builder(fake, tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text('{"currentContext": "ci"}')
     builder = builders.resolve_builder(fake, None, "host", trusted=False, env=env(tmp_path, FAKE_CONTEXT="ci"))
     assert builder.name == "ci" and builder.driver == "docker"
+    assert "context show" not in asked(tmp_path)          # read from the config, as the CLI reads it
+
+
+@pytest.mark.parametrize("extra, config, expected", [
+    ({}, None, "default"),
+    ({}, '{"currentContext": "ci"}', "ci"),
+    ({"DOCKER_CONTEXT": "other"}, '{"currentContext": "ci"}', "other"),
+    # The CLI's own order: DOCKER_HOST means the default context, whatever DOCKER_CONTEXT says.
+    ({"DOCKER_HOST": "unix:///x.sock", "DOCKER_CONTEXT": "other"}, '{"currentContext": "ci"}', "default"),
+    ({}, '{"currentContext": ""}', "default"),
+])
+def test_the_current_context_follows_the_clis_rules(fake, tmp_path, extra, config, expected):
+    if config is not None:
+        (tmp_path / "cfg").mkdir()
+        (tmp_path / "cfg" / "config.json").write_text(config)
+    assert builders.current_context(fake, env(tmp_path, **extra)) == expected
+    assert not (tmp_path / "asked").exists()
+
+
+def test_an_unreadable_config_leaves_the_current_context_to_the_cli(fake, tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text("{not json")
+    assert builders.current_context(fake, env(tmp_path, FAKE_CONTEXT="ci")) == "ci"
+    assert asked(tmp_path) == ["context show"]
+
+
+def test_the_engines_image_store_is_asked_beside_buildx_inspect(fake, tmp_path):
+    """`buildx inspect` here answers only once the image-store question has started: asked one after the
+    other, the inspect would fail and the builder be unusable."""
+    fake_path = Path(fake.path)
+    fake_path.write_text(fake_path.read_text().replace(
+        '  "buildx inspect "*)\n',
+        '  "buildx inspect "*)\n     for i in 1 2 3 4 5 6 7 8 9 10; do [ -e "$FAKE_DIR/asked-info" ] && break; '
+        'sleep 0.2; done\n     [ -e "$FAKE_DIR/asked-info" ] || exit 1\n').replace(
+        '  "--context "*" info"*) ', '  "--context "*" info"*) touch "$FAKE_DIR/asked-info"; '))
+    builder = builders.resolve_builder(fake, None, "host", trusted=True, env=env(tmp_path))
+    assert builder == builders.Builder("default", "docker", "v0.0.0+unknown", "containerd")
 
 
 def test_the_docker_driver_on_the_classic_store_exports_no_cache(fake, tmp_path):

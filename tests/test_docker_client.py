@@ -168,3 +168,17 @@ def test_build_asks_the_clients_first_and_leaves_none_running_after_a_config_err
     for pid in started:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower() \
             or "(Z)" in Path(f"/proc/{pid}/stat").read_text(), f"client process {pid} still running"
+
+
+def test_only_the_preferred_client_is_asked_when_it_can_build(tmp_path):
+    """Each client run costs CPU a build's start would share: another candidate is asked only when the
+    preferred one is passed over."""
+    preferred = fake_docker(tmp_path / "a", "docker", "26.1.5", "26.1.5", buildx=True)
+    other = fake_docker(tmp_path / "b", "docker", "26.1.5", "26.1.5", buildx=True)
+    env = {**env_with(preferred, tmp_path), "PATH": str(tmp_path / "b")}
+    with engine.ClientProbe(env) as probe:
+        assert probe.preferred == preferred
+        assert probe.client().path == preferred
+    assert (tmp_path / "a" / "asked").exists() and not (tmp_path / "b" / "asked").exists()
+    old = fake_docker(tmp_path / "c", "docker", "20.10.24", "26.1.5", buildx=False)
+    assert engine.find_client({**env_with(old, tmp_path), "PATH": str(tmp_path / "b")}).path == other

@@ -5,6 +5,7 @@ creating, inspecting and removing them.
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import socket
 import subprocess
@@ -14,6 +15,7 @@ from typing import NamedTuple
 from ghbuild.build.engine import DockerClient, _last_line, _run
 from ghbuild.errors import ConfigError, EngineError
 from ghbuild.github.gha import runner_kind
+from ghbuild.registry.credentials import docker_config_file, read_docker_config
 
 # The builder ghbuild creates on GitHub-hosted runners (docker/setup-buildx-action's kind), one per trust level.
 CONTAINER_BUILDER = "ghbuild"
@@ -49,13 +51,17 @@ class Builder(NamedTuple):
 def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], bootstrap: bool = False,
                     current: str | None = None) -> Builder | None:
     """The builder (or docker context) `name` as buildx sees it; None when there is none of that name.
-    `current`: the current docker context, when the caller knows it already."""
+    `current`: the current docker context, when the caller knows it already: `name` is then a docker context
+    (docker driver), whose engine's image store is asked beside `buildx inspect`, not after it."""
     argv = [client.path, "buildx", "inspect", *(["--bootstrap"] if bootstrap else []), name]
+    store_question = _start_image_store(client, name, env) if name == current else None
     try:
         proc = _run(argv, env, timeout=300 if bootstrap else 60)
     except (OSError, subprocess.TimeoutExpired) as exc:
+        _finish_image_store(store_question, timeout=0)
         raise EngineError(f"docker buildx inspect {name}: {exc}") from None
     if proc.returncode != 0:
+        _finish_image_store(store_question, timeout=0)
         return None
     fields: dict[str, str] = {}
     for line in proc.stdout.splitlines():
@@ -64,7 +70,11 @@ def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], boo
             fields[key.strip().lower()] = value.strip()
     driver = fields.get("driver", "")
     buildkit = fields.get("buildkit version") or fields.get("buildkit") or ""
-    store = _image_store(client, name, env) if driver == "docker" else None
+    store: str | None
+    if driver == "docker":
+        store = _finish_image_store(store_question or _start_image_store(client, name, env)) or "classic"
+    else:
+        store = _finish_image_store(store_question, timeout=0)
     builder = Builder(name=name, driver=driver, buildkit=buildkit, image_store=store)
     if driver == "docker" and name != (current or current_context(client, env)):
         host = _run([client.path, "context", "inspect", name, "--format", "{{.Endpoints.docker.Host}}"], env)
@@ -72,20 +82,45 @@ def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], boo
     return builder
 
 
-def _image_store(client: DockerClient, context: str, env: Mapping[str, str]) -> str:
-    """The image store of the engine behind a docker context: "containerd" (the containerd snapshotter) or
-    "classic" (a graph driver)."""
+def _start_image_store(client: DockerClient, context: str, env: Mapping[str, str]) -> subprocess.Popen | None:
+    """Ask the engine behind a docker context for its storage driver; the answer is read by _finish_image_store."""
     try:
-        proc = _run([client.path, "--context", context, "info", "--format", "{{json .DriverStatus}}"], env)
-    except (OSError, subprocess.TimeoutExpired):
+        return subprocess.Popen([client.path, "--context", context, "info", "--format", "{{json .DriverStatus}}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(env))
+    except OSError:
+        return None
+
+
+def _finish_image_store(question: subprocess.Popen | None, timeout: float = 30) -> str | None:
+    """The image store of that engine: "containerd" (the containerd snapshotter) or "classic" (a graph driver,
+    or no answer). `timeout=0`: the answer is not wanted; the question is stopped. None without a question."""
+    if question is None:
+        return None
+    try:
+        if timeout == 0:
+            question.kill()
+        out, _ = question.communicate(timeout=timeout or None)
+    except subprocess.TimeoutExpired:
+        question.kill()
+        question.communicate()
         return "classic"
-    return "containerd" if "io.containerd.snapshotter" in proc.stdout else "classic"
+    return "containerd" if question.returncode == 0 and "io.containerd.snapshotter" in out else "classic"
 
 
 def current_context(client: DockerClient, env: Mapping[str, str]) -> str:
-    """The docker context the CLI talks to now (`default` with DOCKER_HOST): its builder is the engine's own."""
+    """The docker context the CLI talks to now, by the CLI's own rules (docker/cli's resolveContextName):
+    DOCKER_HOST set means `default`, then DOCKER_CONTEXT, then the config file's currentContext, else
+    `default`. Read, not asked: `docker context show` is a process of its own. Only a config file that
+    exists but cannot be read is left to the CLI, which then says what is wrong with it."""
+    if env.get("DOCKER_HOST"):
+        return "default"
     if env.get("DOCKER_CONTEXT"):
         return env["DOCKER_CONTEXT"]
+    path = docker_config_file(env)
+    config = read_docker_config(path)
+    if config is not None or not os.path.exists(path):
+        current = (config or {}).get("currentContext")
+        return current if isinstance(current, str) and current else "default"
     try:
         proc = _run([client.path, "context", "show"], env)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -78,13 +78,7 @@ def run(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, s
                         "login: every job that holds it can write them too; put GHBUILD_TRUSTED_REGISTRY_PASSWORD in "
                         "the trusted environment (docs/trust.md: Who can write what)")
     warnings += [helper_note] if helper_note else []
-    client = _client(env, request, probe)
-    # The builder's questions (docker CLI runs, tens of milliseconds each) go on while S3 is probed.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        finding = pool.submit(_builder, client, options, plan.trust.trusted, env, request.dry_run)
-        decision = (sccache.planned if request.dry_run else sccache.preflight)(options.sccache,
-                                                                               _credentials_refusal(plan), env)
-        builder, builder_note = finding.result()
+    client, decision, builder, builder_note = _start(plan, options, request, env, probe)
     warnings += [builder_note] if builder_note else []
     if decision.degraded:
         warnings.append(f"sccache {decision.mode}: {decision.reason}")
@@ -210,6 +204,25 @@ def _credentials_refusal(plan: Plan) -> str | None:
     if not plan.trust.trusted:
         return "not a trusted run: S3 write credentials are kept for the trusted build"
     return None
+
+
+def _start(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str, str],
+           probe: engine.ClientProbe | None) -> tuple[engine.DockerClient, sccache.SccacheDecision, builders.Builder,
+                                                        str | None]:
+    """The client, the sccache decision and the builder, found side by side: the builder's questions (docker CLI
+    runs, tens of milliseconds each) and the S3 preflight go on while the client's own answers come in, asked
+    of the preferred client at once and of another only if that one is passed over."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ghbuild-start") as pool:
+        early = probe.preferred if probe is not None and not request.dry_run else None
+        finding = pool.submit(_builder, engine.DockerClient(early, "", True), options, plan.trust.trusted, env,
+                              request.dry_run) if early else None
+        deciding = pool.submit(sccache.planned if request.dry_run else sccache.preflight, options.sccache,
+                               _credentials_refusal(plan), env)
+        client = _client(env, request, probe)
+        if finding is None or client.path != early:
+            finding = pool.submit(_builder, client, options, plan.trust.trusted, env, request.dry_run)
+        builder, builder_note = finding.result()
+        return client, deciding.result(), builder, builder_note
 
 
 def _client(env: Mapping[str, str], request: BuildRequest,

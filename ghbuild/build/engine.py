@@ -108,10 +108,10 @@ def _finish_offline_probe(started: list[subprocess.Popen], has_buildx: bool, tim
 
 
 class ClientProbe:
-    """The questions to every candidate client, asked at once when the probe starts (each client run costs tens
-    of milliseconds, so a command starts the probe first and does its own work while the clients answer);
-    `client()` reads the answers in order of preference. Always `close()` it (or use it as a context
-    manager): the processes of candidates not needed are stopped there.
+    """The questions to the candidate clients: the preferred one's asked when the probe starts (each client run
+    costs tens of milliseconds, so a command starts the probe first and does its own work while it answers),
+    the others' only when it cannot be used; `client()` reads the answers in order of preference. Always
+    `close()` it (or use it as a context manager): the processes of candidates not needed are stopped there.
 
     `engine=False` (a dry run, which runs nothing): no engine is asked and no plugin run; each client tells its
     version (`docker --version`) and buildx is the plugin the CLI would find on disk, so the choice is the first
@@ -126,11 +126,23 @@ class ClientProbe:
             if candidate and candidate not in self.candidates and os.access(candidate, os.X_OK):
                 self.candidates.append(candidate)
         self.probes: dict[str, list[subprocess.Popen] | OSError] = {}
-        for path in self.candidates:
+        if self.candidates:
+            self._start(self.candidates[0])
+
+    @property
+    def preferred(self) -> str | None:
+        """The client chosen when its answers are good: work that needs a client may start with it early."""
+        return self.candidates[0] if self.candidates else None
+
+    def _start(self, path: str) -> list[subprocess.Popen] | OSError:
+        # Only the preferred client is asked at once; the others when it cannot be used (each client run is
+        # tens of milliseconds of CPU, which a build's start would otherwise share with every candidate).
+        if path not in self.probes:
             try:
-                self.probes[path] = _start_probe(path, self.env, engine)
+                self.probes[path] = _start_probe(path, self.env, self.engine)
             except OSError as exc:
                 self.probes[path] = exc
+        return self.probes[path]
 
     def client(self, backend: str | None = None) -> DockerClient:
         """The first client with the buildx plugin whose engine answers (`backend`: only "buildx" exists)."""
@@ -139,7 +151,8 @@ class ClientProbe:
         reasons = []
         has_plugin = not self.engine and buildx_plugin(self.env) is not None    # the same folders for every client
         try:
-            for path, started in self.probes.items():
+            for path in self.candidates:
+                started = self._start(path)
                 try:
                     if isinstance(started, OSError):
                         raise started

@@ -1,0 +1,56 @@
+"""The start of a build (buildjob._start): the builder's questions go to the preferred client before its own
+answers are in, and are asked again of the client chosen when the preferred one is passed over."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from ghbuild.build import buildjob, engine, sccache
+from ghbuild.errors import EngineError
+
+
+class Probe:
+    def __init__(self, preferred: str, chosen: str | None):
+        self.preferred, self.chosen = preferred, chosen
+
+    def client(self, backend=None) -> engine.DockerClient:
+        if self.chosen is None:
+            raise EngineError("no usable docker client: /a: engine not reachable")
+        return engine.DockerClient(self.chosen, "26.1.5", True)
+
+
+@pytest.fixture
+def asked(monkeypatch):
+    paths: list[str] = []
+
+    def builder(client, options, trusted, env, dry_run):
+        paths.append(client.path)
+        return SimpleNamespace(name=f"on {client.path}"), None
+
+    monkeypatch.setattr(buildjob, "_builder", builder)
+    monkeypatch.setattr(buildjob, "_credentials_refusal", lambda plan: None)
+    monkeypatch.setattr(sccache, "preflight", lambda options, refusal, env: "decided")
+    return paths
+
+
+def start(probe):
+    plan = SimpleNamespace(trust=SimpleNamespace(trusted=True))
+    options = SimpleNamespace(build=SimpleNamespace(builder=None), sccache=None)
+    return buildjob._start(plan, options, SimpleNamespace(dry_run=False, backend=None), {}, probe)
+
+
+def test_the_builder_is_asked_of_the_preferred_client_once(asked):
+    client, decision, builder, _ = start(Probe("/a", "/a"))
+    assert (client.path, decision, builder.name, asked) == ("/a", "decided", "on /a", ["/a"])
+
+
+def test_a_passed_over_preferred_clients_builder_answer_is_not_used(asked):
+    client, _, builder, _ = start(Probe("/a", "/b"))
+    assert client.path == "/b" and builder.name == "on /b" and asked == ["/a", "/b"]
+
+
+def test_no_usable_client_is_the_error_whatever_the_early_builder_answered(asked):
+    with pytest.raises(EngineError, match="no usable docker client"):
+        start(Probe("/a", None))
