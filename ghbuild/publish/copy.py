@@ -93,6 +93,7 @@ class _Prepared(NamedTuple):
     index_manifest: bytes
     index_type: str
     result: PublishResult
+    blob_sizes: tuple[tuple[str, int], ...] = ()    # (digest, size) of every image's blobs: what a copy moves at most
 
 
 def _per_arch(fn: Callable[[ArchSource, registry.Registry], Any], sources: tuple[ArchSource, ...],
@@ -164,7 +165,8 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     result.index_digest = registry.sha256_digest(raw)
     result.actions.append(f"push index {plan.publish}@{result.index_digest} "
                           f"({', '.join(s.arch for s in plan.sources)})")
-    return _Prepared(plan, src, dst, s_repo, p_repo, manifests, raw, media_type, result)
+    sizes = tuple({b.digest: b.size for checked in verified.values() for b in checked.manifest.blobs()}.items())
+    return _Prepared(plan, src, dst, s_repo, p_repo, manifests, raw, media_type, result, sizes)
 
 
 def _transfer(prep: _Prepared, stats: registry.CopyStats, log: Callable[[str], None],
@@ -201,7 +203,7 @@ def _copy_arches(src: registry.Registry, s_repo: str, dst: registry.Registry, p_
     log = registry.serialized(log)
 
     def one(manifest: registry.Manifest) -> registry.CopyStats:
-        part = registry.CopyStats()
+        part = stats.part()
         registry.copy_image(src.clone(), s_repo, manifest.digest, dst.clone(), p_repo, (), part, log=log,
                             manifest=manifest, present=False)
         return part

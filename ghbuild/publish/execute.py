@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ghbuild.publish import copy, signing, tag_moves
+from ghbuild.publish.early_lease import EarlyLeases, LeaseTarget
 from ghbuild.publish.plans import PublishPlan
 from ghbuild.publish.results import PublishResult
 from ghbuild.registry import client as registry
@@ -35,23 +36,31 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
     moves = tag_moves.read_previous(tag_moves.ordered([m for prep in prepared for m in tag_moves._tag_moves(prep)]))
     kind = plans[0].kind if plans else "nightly"
     tag_moves._refuse_moving_immutable(moves, kind)       # before anything is copied: a clash writes nothing anywhere
-    for prep in prepared:
-        for action in prep.result.actions:
-            log(("would " if dry_run else "") + action)
-        if not dry_run:
-            tagged = frozenset(m.previous for m in moves
-                               if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
-            copy._transfer(prep, stats[id(prep)], log, tagged)                   # 2, 3. no tag moves
-            if trust is not None:
-                signing.sign_published(trust, prep, log)
+    early = None if dry_run or not any(m.needed for m in moves) else \
+        _early_leases(prepared, stats, moves, f"{kind} of {plans[0].sha}", log, lease_options)
     phase = tag_moves.TagPhase()
-    if dry_run:
-        for move in moves:
-            if move.needed:
-                log("would " + move.describe())
-    elif any(m.needed for m in moves):
-        when = commit_time() if callable(commit_time) else commit_time
-        moves, phase = tag_moves._locked_tag_phase(moves, kind, plans[0].sha, when, log, warn, lease_options)
+    try:
+        for prep in prepared:
+            for action in prep.result.actions:
+                log(("would " if dry_run else "") + action)
+            if not dry_run:
+                tagged = frozenset(m.previous for m in moves
+                                   if m.reg is prep.dst and m.repo == prep.p_repo and m.previous)
+                copy._transfer(prep, stats[id(prep)], log, tagged)                   # 2, 3. no tag moves
+                if trust is not None:
+                    signing.sign_published(trust, prep, log)
+        if dry_run:
+            for move in moves:
+                if move.needed:
+                    log("would " + move.describe())
+        elif early is not None:
+            taken = early.leases_for_the_tag_phase()
+            when = commit_time() if callable(commit_time) else commit_time
+            moves, phase = tag_moves._locked_tag_phase(moves, kind, plans[0].sha, when, log, warn, lease_options,
+                                                       taken)
+    finally:
+        if early is not None:
+            early.abandon()          # a no-op once the tag phase gave the leases back
     results = {prep.plan.image: prep.result for prep in prepared}
     left_alone = {m.ref for m in phase.superseded}
     for move in moves:
@@ -67,3 +76,16 @@ def execute_all(plans: list[PublishPlan], factory: registry.RegistryFactory, *, 
     for prep in prepared:
         prep.result.stats = stats[id(prep)].as_dict()
     return [prep.result for prep in prepared]
+
+
+def _early_leases(prepared: list[copy._Prepared], stats: dict[int, registry.CopyStats], moves: list[tag_moves.TagMove],
+                  holder: str, log: Callable[[str], None], lease_options: dict[str, Any]) -> EarlyLeases:
+    """The publish repositories' leases, taken on a thread of their own as the copies near their end
+    (ghbuild.publish.early_lease): the copies are metered against the bytes the images list."""
+    meter = registry.Meter()
+    for counters in stats.values():
+        counters.meter = meter
+    expected = sum(dict(pair for prep in prepared for pair in prep.blob_sizes).values())
+    targets = [LeaseTarget(repository, group[0].reg, group[0].repo)
+               for repository, group in tag_moves.by_repository(moves).items()]
+    return EarlyLeases(targets, holder, expected, meter, lease_options, log).start()

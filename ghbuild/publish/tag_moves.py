@@ -194,13 +194,14 @@ def _refuse_moving_immutable(moves: list[TagMove], kind: str) -> None:
 
 def _locked_tag_phase(moves: list[TagMove], kind: str, sha: str, commit_time: int | None,
                       log: Callable[[str], None], warn: Callable[[str], None], lease_options: Mapping[str, Any],
-                      ) -> tuple[list[TagMove], TagPhase]:
+                      taken: Sequence[lease.Lease] = ()) -> tuple[list[TagMove], TagPhase]:
     """The tag phase under the lease of every publish repository involved (taken in name order, so two
-    runs never wait for each other crosswise); the tags are read again once the leases are held."""
-    leases: list[lease.Lease] = []
+    runs never wait for each other crosswise; `taken`: all of them, held already, ghbuild.publish.early_lease);
+    the tags are read again once the leases are held."""
+    leases: list[lease.Lease] = list(taken)
     holder = f"{kind} of {sha}"
     try:
-        for repository, group in sorted(by_repository(moves).items()):
+        for repository, group in sorted(by_repository(moves).items()) if not leases else ():
             first = group[0]
             held = lease.Lease(first.reg, first.repo, repository, holder, log=log, **lease_options)
             held.acquire()

@@ -42,6 +42,7 @@ from ghbuild.registry import answers, credentials, upload
 from ghbuild.registry.auth import RegistryAuth, pull_scope, push_scope
 from ghbuild.registry.copy import CHUNK as CHUNK
 from ghbuild.registry.copy import CopyStats as CopyStats
+from ghbuild.registry.copy import Meter as Meter
 from ghbuild.registry.copy import copy_blob as copy_blob
 from ghbuild.registry.copy import copy_image as copy_image
 from ghbuild.registry.copy import serialized as serialized

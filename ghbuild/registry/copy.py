@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Protocol, Self, TypeVar
 
 from ghbuild.errors import DigestMismatch, RegistryError, TransientError
@@ -45,6 +45,24 @@ class Endpoint(Protocol):
     def put_manifest(self, repo: str, ref: str, raw: bytes, media_type: str) -> str: ...
 
 
+class Meter:
+    """Bytes a copy has dealt with so far (sent, or found present or mounted), across its threads, while it
+    runs: what a caller needs to tell how far a long copy is (ghbuild.publish.early_lease)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bytes = 0
+
+    def add(self, count: int) -> None:
+        with self._lock:
+            self._bytes += count
+
+    @property
+    def bytes(self) -> int:
+        with self._lock:
+            return self._bytes
+
+
 @dataclass
 class CopyStats:
     """Counters of a copy; the threads of one copy each count their own part and add it up at the end."""
@@ -61,9 +79,18 @@ class CopyStats:
     sent_bytes: int = 0           # blob bytes put on the wire to the target, every attempt counted
     resumed_blobs: int = 0        # uploads cut short and resumed where the target said it held the bytes
     resent_blobs: int = 0         # uploads cut short and sent again whole (the target could not resume)
+    meter: Meter | None = field(default=None, repr=False, compare=False)   # live, shared with every part
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "meter"}
+
+    def part(self) -> CopyStats:
+        """Counters for one thread of this copy, added up at the end (add), metered live with it."""
+        return CopyStats(meter=self.meter)
+
+    def moved(self, count: int) -> None:
+        if self.meter is not None:
+            self.meter.add(count)
 
     def add(self, part: CopyStats) -> None:
         self.copied_bytes += part.copied_bytes
@@ -82,10 +109,12 @@ class CopyStats:
     def skipped(self, desc: Descriptor) -> None:
         self.skipped_bytes += desc.size
         self.skipped_blobs += 1
+        self.moved(desc.size)
 
     def mounted(self, desc: Descriptor) -> None:
         self.mounted_bytes += desc.size
         self.mounted_blobs += 1
+        self.moved(desc.size)
 
     def copied(self, desc: Descriptor) -> None:
         self.copied_bytes += desc.size
@@ -139,6 +168,7 @@ def copy_blob(src: Endpoint, src_repo: str, dst: Endpoint, dst_repo: str, desc: 
         for chunk in chunks:
             sent += len(chunk)
             stats.sent_bytes += len(chunk)
+            stats.moved(len(chunk))
             yield chunk
 
     def reopen(offset: int) -> Iterator[bytes]:
@@ -216,7 +246,7 @@ def _copy_blobs(src: Endpoint, src_repo: str, dst: Endpoint, dst_repo: str, blob
     def one(desc: Descriptor) -> CopyStats:
         if not hasattr(local, "clients"):
             local.clients = (src.clone(), dst.clone())
-        part = CopyStats()
+        part = stats.part()
         copy_blob(local.clients[0], src_repo, local.clients[1], dst_repo, desc, part, say)
         return part
 
