@@ -12,12 +12,15 @@ from ghbuild.errors import EngineError
 
 
 class Probe:
-    def __init__(self, preferred: str, chosen: str | None):
-        self.preferred, self.chosen = preferred, chosen
+    def __init__(self, preferred: str, chosen: str | None, context: str | None = None):
+        self.preferred, self.chosen, self.context = preferred, chosen, context
+        self.answers: dict[str, engine.EngineBuilderAnswer] = {}
 
     def client(self, backend=None) -> engine.DockerClient:
         if self.chosen is None:
             raise EngineError("no usable docker client: /a: engine not reachable")
+        if self.context is not None:
+            self.answers[self.chosen] = engine.EngineBuilderAnswer(self.context, "Driver: docker\n", "containerd")
         return engine.DockerClient(self.chosen, "26.1.5", True)
 
 
@@ -25,8 +28,8 @@ class Probe:
 def asked(monkeypatch):
     paths: list[str] = []
 
-    def builder(client, options, trusted, env, dry_run):
-        paths.append(client.path)
+    def builder(client, options, trusted, env, dry_run, answered=None):
+        paths.append(client.path + (f" answered of {answered.context}" if answered else ""))
         return SimpleNamespace(name=f"on {client.path}"), None
 
     monkeypatch.setattr(buildjob, "_builder", builder)
@@ -54,3 +57,16 @@ def test_a_passed_over_preferred_clients_builder_answer_is_not_used(asked):
 def test_no_usable_client_is_the_error_whatever_the_early_builder_answered(asked):
     with pytest.raises(EngineError, match="no usable docker client"):
         start(Probe("/a", None))
+
+
+def test_the_engines_own_builder_is_described_by_the_probes_answers_not_asked_early(asked):
+    client, _, builder, _ = start(Probe("/a", "/a", context="default"))
+    assert client.path == "/a" and builder.name == "on /a" and asked == ["/a answered of default"]
+
+
+def test_a_named_builder_is_asked_early_whatever_the_probe_heard_of_the_context(asked, monkeypatch):
+    from ghbuild.build import builders
+
+    monkeypatch.setattr(builders, "choose_builder", lambda *a: builders.BuilderChoice("named", "remote-one"))
+    start(Probe("/a", "/a", context="default"))
+    assert asked == ["/a"]

@@ -182,3 +182,47 @@ def test_only_the_preferred_client_is_asked_when_it_can_build(tmp_path):
     assert (tmp_path / "a" / "asked").exists() and not (tmp_path / "b" / "asked").exists()
     old = fake_docker(tmp_path / "c", "docker", "20.10.24", "26.1.5", buildx=False)
     assert engine.find_client({**env_with(old, tmp_path), "PATH": str(tmp_path / "b")}).path == other
+
+
+def context_docker(folder: Path, server: str, inspect_ok: bool = True) -> str:
+    """A 26.x client that answers the context questions too: `--context C info --format ...` (client version,
+    the engine's, its storage) and `buildx inspect C`."""
+    path = Path(fake_docker(folder, "docker", "26.1.5", server or None, buildx=inspect_ok))
+    inspect = ("printf 'Name: %s\\nDriver: docker\\nBuildKit version: v0.13.2\\n' \"$3\"; exit 0" if inspect_ok
+               else "exit 1")
+    status = '[["driver-type","io.containerd.snapshotter.v1"]]'
+    text = path.read_text().replace('case "$1" in\n', f'''case "$1" in
+  --context) [ "$3" = info ] && {{ printf '26.1.5\\n%s\\n%s\\n' "{server}" '{status}'; exit 0; }} ;;
+''').replace("  buildx) ", f'''  buildx) [ "$2" = inspect ] && {{ {inspect}; }};
+     ''')
+    path.write_text(text)
+    return str(path)
+
+
+def test_the_preferred_client_answers_the_builders_questions_instead_of_the_classic_ones(tmp_path):
+    from ghbuild.build import builders
+
+    path = context_docker(tmp_path / "a", "26.1.5")
+    env = env_with(path, tmp_path, DOCKER_CONFIG=str(tmp_path / "cfg"))
+    with engine.ClientProbe(env) as probe:
+        client = probe.client()
+        answered = probe.answers[path]
+    assert client == engine.DockerClient(path, "26.1.5", True) and answered.context == "default"
+    asked = (tmp_path / "a" / "asked").read_text()
+    assert "--context default info --format {{.ClientInfo.Version}}" in asked and "buildx inspect default" in asked
+    assert "version --format" not in asked and "buildx version" not in asked
+    builder = builders.resolve_builder(client, None, "host", trusted=True, env=env, answered=answered)
+    assert builder == builders.Builder("default", "docker", "v0.13.2", "containerd")
+    assert (tmp_path / "a" / "asked").read_text() == asked      # nothing asked again
+
+
+@pytest.mark.parametrize("server, inspect_ok, why", [
+    ("", True, r"engine not reachable \(Cannot connect to the Docker daemon"),
+    ("26.1.5", False, "has no buildx plugin"),
+])
+def test_bad_context_answers_are_asked_again_the_classic_way_for_the_reason(tmp_path, server, inspect_ok, why):
+    path = context_docker(tmp_path / "a", server, inspect_ok)
+    env = env_with(path, tmp_path, DOCKER_CONFIG=str(tmp_path / "cfg"), DOCKER_HOST=f"unix://{tmp_path}/none.sock")
+    with pytest.raises(EngineError, match=why):
+        engine.ClientProbe({**env, "PATH": str(tmp_path / "empty")}).client()
+    assert "version --format" in (tmp_path / "a" / "asked").read_text()

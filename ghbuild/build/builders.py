@@ -5,17 +5,15 @@ creating, inspecting and removing them.
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import socket
 import subprocess
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from ghbuild.build.engine import DockerClient, _last_line, _run
+from ghbuild.build.engine import DockerClient, EngineBuilderAnswer, _last_line, _run, configured_context
 from ghbuild.errors import ConfigError, EngineError
 from ghbuild.github.gha import runner_kind
-from ghbuild.registry.credentials import docker_config_file, read_docker_config
 
 # The builder ghbuild creates on GitHub-hosted runners (docker/setup-buildx-action's kind), one per trust level.
 CONTAINER_BUILDER = "ghbuild"
@@ -63,23 +61,27 @@ def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], boo
     if proc.returncode != 0:
         _finish_image_store(store_question, timeout=0)
         return None
-    fields: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and key.strip() not in fields:
-            fields[key.strip().lower()] = value.strip()
-    driver = fields.get("driver", "")
-    buildkit = fields.get("buildkit version") or fields.get("buildkit") or ""
-    store: str | None
-    if driver == "docker":
+    builder = _described(name, proc.stdout)
+    if builder.driver == "docker":
         store = _finish_image_store(store_question or _start_image_store(client, name, env)) or "classic"
+        builder = builder._replace(image_store=store)
     else:
-        store = _finish_image_store(store_question, timeout=0)
-    builder = Builder(name=name, driver=driver, buildkit=buildkit, image_store=store)
-    if driver == "docker" and name != (current or current_context(client, env)):
+        _finish_image_store(store_question, timeout=0)
+    if builder.driver == "docker" and name != (current or current_context(client, env)):
         host = _run([client.path, "context", "inspect", name, "--format", "{{.Endpoints.docker.Host}}"], env)
         builder = builder._replace(context=name, docker_host=host.stdout.strip() or None)
     return builder
+
+
+def _described(name: str, inspect: str) -> Builder:
+    """The builder `docker buildx inspect NAME` printed (its image store not known from that)."""
+    fields: dict[str, str] = {}
+    for line in inspect.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and key.strip() not in fields:
+            fields[key.strip().lower()] = value.strip()
+    buildkit = fields.get("buildkit version") or fields.get("buildkit") or ""
+    return Builder(name=name, driver=fields.get("driver", ""), buildkit=buildkit)
 
 
 def _start_image_store(client: DockerClient, context: str, env: Mapping[str, str]) -> subprocess.Popen | None:
@@ -108,19 +110,12 @@ def _finish_image_store(question: subprocess.Popen | None, timeout: float = 30) 
 
 
 def current_context(client: DockerClient, env: Mapping[str, str]) -> str:
-    """The docker context the CLI talks to now, by the CLI's own rules (docker/cli's resolveContextName):
-    DOCKER_HOST set means `default`, then DOCKER_CONTEXT, then the config file's currentContext, else
-    `default`. Read, not asked: `docker context show` is a process of its own. Only a config file that
-    exists but cannot be read is left to the CLI, which then says what is wrong with it."""
-    if env.get("DOCKER_HOST"):
-        return "default"
-    if env.get("DOCKER_CONTEXT"):
-        return env["DOCKER_CONTEXT"]
-    path = docker_config_file(env)
-    config = read_docker_config(path)
-    if config is not None or not os.path.exists(path):
-        current = (config or {}).get("currentContext")
-        return current if isinstance(current, str) and current else "default"
+    """The docker context the CLI talks to now (`default` with DOCKER_HOST): its builder is the engine's own.
+    Read as the CLI reads it (engine.configured_context), not asked: `docker context show` is a process of its
+    own. Only a config file that exists but cannot be read is left to the CLI, which then says what is wrong."""
+    configured = configured_context(env)
+    if configured is not None:
+        return configured
     try:
         proc = _run([client.path, "context", "show"], env)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -197,14 +192,15 @@ def choose_builder(setting: str | None, trusted: bool, env: Mapping[str, str]) -
 
 
 def resolve_builder(client: DockerClient, setting: str | None, network: str, trusted: bool,
-                    env: Mapping[str, str]) -> Builder:
+                    env: Mapping[str, str], answered: EngineBuilderAnswer | None = None) -> Builder:
     """The builder a build runs on (choose_builder's rules), created when it must be:
     - `build.builder` a name: that buildx builder or docker context, which must exist;
     - `build.builder` a tcp://, unix:// or ssh:// address: a Docker engine there through a docker context
       ghbuild creates (`ghbuild-engine-<hash>`), else a BuildKit daemon through the `remote` driver;
     - a docker-container builder (`ghbuild`, `ghbuild-untrusted`, as docker/setup-buildx-action does, or one
       of an untrusted job's own), created once;
-    - else the engine's own BuildKit, the builder of the current docker context."""
+    - else the engine's own BuildKit, the builder of the current docker context (`answered`: what the client
+      probe already heard of it, engine.ClientProbe)."""
     choice = choose_builder(setting, trusted, env)
     suffix = "" if trusted else "-untrusted"
     fix = "set build.builder to a builder that exists (`docker buildx ls`), e.g. \"default\", the engine's own"
@@ -246,7 +242,10 @@ def resolve_builder(client: DockerClient, setting: str | None, network: str, tru
             builder = builder._replace(ephemeral=True)
     else:
         name = current_context(client, env)
-        builder = inspect_builder(client, name, env, current=name)
+        if answered is not None and answered.context == name and _described(name, answered.inspect).driver == "docker":
+            builder = _described(name, answered.inspect)._replace(image_store=answered.image_store)
+        else:
+            builder = inspect_builder(client, name, env, current=name)
     if builder is None:
         raise EngineError(f"builder {name!r} is not usable (`docker buildx inspect {name}` failed); {fix}")
     return builder

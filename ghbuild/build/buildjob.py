@@ -212,15 +212,20 @@ def _start(plan: Plan, options: Options, request: BuildRequest, env: Mapping[str
     """The client, the sccache decision and the builder, found side by side: the builder's questions (docker CLI
     runs, tens of milliseconds each) and the S3 preflight go on while the client's own answers come in, asked
     of the preferred client at once and of another only if that one is passed over."""
+    trusted = plan.trust.trusted
+    # The engine's own builder (the current context's) is described by the probe's own answers.
+    answering = probe is not None and probe.context is not None and \
+        builders.choose_builder(options.build.builder, trusted, env).kind == "context"
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ghbuild-start") as pool:
-        early = probe.preferred if probe is not None and not request.dry_run else None
-        finding = pool.submit(_builder, engine.DockerClient(early, "", True), options, plan.trust.trusted, env,
+        early = probe.preferred if probe is not None and not request.dry_run and not answering else None
+        finding = pool.submit(_builder, engine.DockerClient(early, "", True), options, trusted, env,
                               request.dry_run) if early else None
         deciding = pool.submit(sccache.planned if request.dry_run else sccache.preflight, options.sccache,
                                _credentials_refusal(plan), env)
         client = _client(env, request, probe)
         if finding is None or client.path != early:
-            finding = pool.submit(_builder, client, options, plan.trust.trusted, env, request.dry_run)
+            answered = probe.answers.get(client.path) if probe is not None else None
+            finding = pool.submit(_builder, client, options, trusted, env, request.dry_run, answered)
         builder, builder_note = finding.result()
         return client, deciding.result(), builder, builder_note
 
@@ -237,7 +242,7 @@ def _client(env: Mapping[str, str], request: BuildRequest,
 
 
 def _builder(client: engine.DockerClient, options: Options, trusted: bool, env: Mapping[str, str],
-             dry_run: bool) -> tuple[builders.Builder, str | None]:
+             dry_run: bool, answered: engine.EngineBuilderAnswer | None = None) -> tuple[builders.Builder, str | None]:
     """The builder (docker_client.resolve_builder) and a warning when build.builder was left out. A dry run asks
     nothing: the builder it would pick, its driver as that choice implies and its BuildKit version unknown."""
     choice = builders.choose_builder(options.build.builder, trusted, env)
@@ -245,7 +250,7 @@ def _builder(client: engine.DockerClient, options: Options, trusted: bool, env: 
             "of its own, never a named or remote one" if choice.ignored else None)
     if not dry_run:
         return builders.resolve_builder(client, options.build.builder, options.build.builder_network,
-                                             trusted, env), note
+                                        trusted, env, answered), note
     suffix = "" if trusted else "-untrusted"
     if choice.kind == "named":
         return builders.Builder(choice.name or "", "unknown", ""), note

@@ -46,6 +46,33 @@ def _run(argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: flo
 # One `docker version` for both sides: the server line stays empty when the engine does not answer.
 _VERSION_FORMAT = '{{.Client.Version}}{{"\\n"}}{{if .Server}}{{.Server.Version}}{{end}}'
 
+# `docker info` for the context probe: the client's version, the engine's (empty: it does not answer), its storage.
+_INFO_FORMAT = '{{.ClientInfo.Version}}{{"\\n"}}{{.ServerVersion}}{{"\\n"}}{{json .DriverStatus}}'
+
+
+class EngineBuilderAnswer(NamedTuple):
+    """What a client answered of a docker context's builder (the engine's own), asked by ClientProbe."""
+    context: str
+    inspect: str          # `docker buildx inspect <context>`, as printed
+    image_store: str      # "containerd" or "classic"
+
+
+def configured_context(env: Mapping[str, str]) -> str | None:
+    """The docker context the CLI talks to, by the CLI's own rules (docker/cli's resolveContextName):
+    DOCKER_HOST set means `default`, then DOCKER_CONTEXT, then the config file's currentContext, else
+    `default`. None when only the CLI can tell: a config file that exists but cannot be read."""
+    if env.get("DOCKER_HOST"):
+        return "default"
+    if env.get("DOCKER_CONTEXT"):
+        return env["DOCKER_CONTEXT"]
+    path = docker_config_file(env)
+    config = read_docker_config(path)
+    if config is None and os.path.exists(path):
+        return None
+    current = (config or {}).get("currentContext")
+    return current if isinstance(current, str) and current else "default"
+
+
 # Where the docker CLI looks for a plugin (docker/cli, cli-plugins/manager): the config file's
 # cliPluginsExtraDirs, the config folder's cli-plugins, then these system folders (Linux).
 SYSTEM_PLUGIN_DIRS = ("/usr/local/lib/docker/cli-plugins", "/usr/local/libexec/docker/cli-plugins",
@@ -84,6 +111,39 @@ def _start_probe(path: str, env: Mapping[str, str], engine: bool = True) -> list
         else ([path, "--version"],)
     return [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             for argv in questions]
+
+
+def _start_context_probe(path: str, env: Mapping[str, str], context: str) -> list[subprocess.Popen]:
+    """`info` and `buildx inspect` of one docker context, at the same time (ClientProbe)."""
+    env = dict(env)
+    questions = ([path, "--context", context, "info", "--format", _INFO_FORMAT],
+                 [path, "buildx", "inspect", context])
+    started: list[subprocess.Popen] = []
+    try:
+        for argv in questions:
+            started.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                            env=env))
+    except OSError:
+        _close(started, timeout=0)
+        raise
+    return started
+
+
+def _close(started: list[subprocess.Popen], timeout: float = 60) -> list[str]:
+    """Each process's output, waiting up to `timeout` seconds for all of them (0: stop them now); what has
+    not ended by then is killed (its output is then what it printed so far)."""
+    deadline = time.monotonic() + timeout
+    outputs = []
+    for proc in started:
+        if not timeout and proc.poll() is None:
+            proc.kill()
+        try:
+            out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 0.001) if timeout else None)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        outputs.append(out or "")
+    return outputs
 
 
 def _finish_probe(started: list[subprocess.Popen], timeout: float = 30) -> tuple[str, str | None, bool]:
@@ -126,7 +186,19 @@ class ClientProbe:
             if candidate and candidate not in self.candidates and os.access(candidate, os.X_OK):
                 self.candidates.append(candidate)
         self.probes: dict[str, list[subprocess.Popen] | OSError] = {}
-        if self.candidates:
+        # The preferred client is asked what a build on the current context's builder (the engine's own) needs
+        # anyway: `info` (the engine answers; its image store) and `buildx inspect` (the plugin runs; the
+        # builder's BuildKit). Good answers make the classic questions needless; `answers` keeps them.
+        self.context = configured_context(self.env) if engine else None
+        self.answers: dict[str, EngineBuilderAnswer] = {}
+        self._context_probes: dict[str, list[subprocess.Popen]] = {}
+        if self.candidates and self.context is not None:
+            try:
+                self._context_probes[self.candidates[0]] = _start_context_probe(self.candidates[0], self.env,
+                                                                                self.context)
+            except OSError:
+                pass       # asked again the classic way, which says what is wrong
+        elif self.candidates:
             self._start(self.candidates[0])
 
     @property
@@ -144,6 +216,19 @@ class ClientProbe:
                 self.probes[path] = exc
         return self.probes[path]
 
+    def _context_answer(self, path: str) -> DockerClient | None:
+        """The client, when its answers to the context questions are good (else None: ask the classic way)."""
+        started = self._context_probes.pop(path, None)
+        if started is None or self.context is None:
+            return None
+        info, inspect = _close(started)
+        client, server, status = ([*info.split("\n"), "", "", ""])[:3]
+        if any(p.returncode != 0 for p in started) or not server.strip():
+            return None
+        store = "containerd" if "io.containerd.snapshotter" in status else "classic"
+        self.answers[path] = EngineBuilderAnswer(self.context, inspect, store)
+        return DockerClient(path=path, version=client.strip(), buildx=True)
+
     def client(self, backend: str | None = None) -> DockerClient:
         """The first client with the buildx plugin whose engine answers (`backend`: only "buildx" exists)."""
         if not self.candidates:
@@ -152,6 +237,9 @@ class ClientProbe:
         has_plugin = not self.engine and buildx_plugin(self.env) is not None    # the same folders for every client
         try:
             for path in self.candidates:
+                answered = self._context_answer(path)
+                if answered is not None:
+                    return answered
                 started = self._start(path)
                 try:
                     if isinstance(started, OSError):
@@ -175,14 +263,10 @@ class ClientProbe:
 
     def close(self) -> None:
         probes, self.probes = self.probes, {}
-        for started in probes.values():
-            for proc in started if isinstance(started, list) else ():
-                if proc.poll() is None:
-                    proc.kill()
-                proc.wait()
-                for stream in (proc.stdout, proc.stderr):
-                    if stream:
-                        stream.close()
+        context_probes, self._context_probes = self._context_probes, {}
+        for started in [*probes.values(), *context_probes.values()]:
+            if isinstance(started, list):
+                _close(started, timeout=0)
 
     def __enter__(self) -> ClientProbe:
         return self
