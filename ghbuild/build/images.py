@@ -44,6 +44,23 @@ def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | N
     return None
 
 
+def remove_untagged(env: Mapping[str, str], image_id: str) -> str | None:
+    """Remove an image no tag names (a stage the layer audit built only to measure it: left behind, each
+    build would leave a stage's gigabytes in the engine). An image a tag names is kept. Returns why the
+    removal failed, or None."""
+    docker = require("docker", "docker", "removing an image")
+    api = docker_sdk(env).api
+    try:
+        if api.inspect_image(image_id).get("RepoTags"):
+            return None
+        api.remove_image(image_id)
+    except docker.errors.ImageNotFound:
+        return None
+    except docker.errors.APIError as exc:
+        return str(exc.explanation or exc)
+    return None
+
+
 def image_history(env: Mapping[str, str], image_id: str) -> list[dict]:
     """The image's history entries, oldest first."""
     docker = require("docker", "docker", "reading an image's history")

@@ -27,6 +27,9 @@ def audit_layers(report: BuildReport, ctx: BuildRun, stage_audits: Mapping[str, 
         size = stage_audit.size(ctx)
         if size is not None:
             sizes[stage_name] = size
+        if stage_audit.leftover:
+            report.warnings.append(f"layer audit: the image of stage {stage_name}, built only to be measured, "
+                                   f"could not be removed from the engine: {stage_audit.leftover}")
     report.size = sum(layer.size for layer in layers)
     report.layers = [{"stage": layer.stage, "size": layer.size, "created_by": layer.created_by} for layer in layers]
     for name, size in sizes.items():
@@ -44,6 +47,7 @@ class StageAudit:
 
     def __init__(self, ctx: BuildRun, stage_name: str, uncompressed: bool) -> None:
         self.stage_name = stage_name
+        self.leftover: str | None = None    # why the stage's image could not be removed after it was measured
         sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
         self.iid_file = ctx.workdir / f"iid-{stage_name}"
         self.metadata = ctx.workdir / f"metadata-{stage_name}.json"
@@ -61,7 +65,10 @@ class StageAudit:
         image_id = local_image(ctx, self.iid_file, self.metadata) if rc == 0 else None
         if image_id is None:
             return None
-        history = images.image_history(ctx.env, image_id)
+        try:
+            history = images.image_history(ctx.env, image_id)
+        finally:
+            self.leftover = images.remove_untagged(ctx.env, image_id)
         layers, _ = audit.attribute(history, dockerfile.chain(self.stage_name, ctx.stages))
         return audit.stage_sizes(layers).get(self.stage_name, 0)
 

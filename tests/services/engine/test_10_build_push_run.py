@@ -98,3 +98,14 @@ def test_report_covers_stages_and_layers(first_build):
     assert report["stages"]["cpp"]["cached"] < report["stages"]["cpp"]["steps"]
     assert report["layers"] and report["size"] == sum(layer["size"] for layer in report["layers"])
     assert report["stages"]["runtime"]["size"] > 0 and report["stages"]["os-base"]["size"] > 0
+
+
+def test_the_audits_stage_image_is_measured_then_removed_from_the_engine(first_build, session):
+    """The `cpp` budget is measured on that stage's own image (outside the final image's chain); the image is
+    removed once measured: every build would otherwise leave the stage's gigabytes in the engine, untagged."""
+    assert first_build.report["stages"]["cpp"]["size"] > 0
+    assert not any("could not be removed" in w for w in first_build.report["warnings"])
+    listed = session.docker_run("image", "ls", "--all", "--no-trunc", "--filter", "dangling=true",
+                                "--filter", f"label=org.opencontainers.image.revision={session.sha('first')}",
+                                "--format", "{{.ID}}", check=True)
+    assert listed.stdout.strip() == "", f"untagged images of this build left in the engine: {listed.stdout}"
