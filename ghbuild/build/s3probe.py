@@ -2,26 +2,22 @@
 can they write?
 
 Three requests at most (HEAD the bucket, PUT and DELETE a probe object) on ghbuild's own HTTP session, signed
-with botocore's S3 SigV4 signer. Why not a boto3 client: importing boto3 and loading the S3 service model
-took about 0.4 s of CPU on every build, for three requests (docs/benchmarks.md, the buildx path);
-botocore.auth alone is a fifth of that. botocore is the `aws` extra: `ghbuild.build.sccache.preflight`
-imports this module only for a real build with a bucket configured.
+by ghbuild.http.sigv4. Why not a boto3 client, or botocore's signer: importing boto3 and loading the S3 service
+model took about 0.4 s of CPU on every build, botocore.auth alone 60-80 ms, for three requests on the path
+where the build waits (docs/benchmarks.md, the buildx path).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import types
 from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import quote
 
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-
 from ghbuild.http.errors import HTTPConnectionError, HTTPTimeout, PermanentError, RequestException
 from ghbuild.http.session import Session, session_for
+from ghbuild.http.sigv4 import sign_s3
 
 # Bucket names that can be a host name label (virtual-hosted style on AWS): no dots (TLS), lower case.
 _DNS_BUCKET = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
@@ -70,12 +66,7 @@ class Bucket(NamedTuple):
     def _signed(self, method: str, url: str, body: bytes) -> dict[str, str]:
         if not self.creds:
             return {}
-        request = AWSRequest(method=method, url=url, data=body, headers={})
-        credentials = types.SimpleNamespace(access_key=self.creds["AWS_ACCESS_KEY_ID"],
-                                            secret_key=self.creds["AWS_SECRET_ACCESS_KEY"],
-                                            token=self.creds.get("AWS_SESSION_TOKEN") or None)
-        S3SigV4Auth(credentials, "s3", self.region).add_auth(request)
-        return dict(request.headers.items())
+        return sign_s3(method, url, body, self.creds, self.region)
 
 
 def _no_answer(exc: Exception) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ghbuild import naming
 from ghbuild.build import helper_pin
 from ghbuild.config.options import DEFAULT_SCCACHE_HELPER_IMAGE
-from ghbuild.errors import AuthError, ConfigError, GhbuildError, require
+from ghbuild.errors import AuthError, ConfigError, GhbuildError
 from ghbuild.plan import dockerfile as dockerfile_text
 from ghbuild.registry.credentials import Sealed
 
@@ -107,8 +107,6 @@ def preflight(options, refusal: str | None, env: Mapping[str, str], timeout: flo
     if not options.bucket:
         return SccacheDecision("local", "no sccache bucket configured: local disk cache (lost with the builder)",
                                settings_for(options, "local"))
-    # botocore (the `aws` extra) signs the probe's requests; boto3 itself is not imported on this path (0.15 s).
-    require("botocore.auth", "aws", "the sccache S3 check")
     # The HTTP stack: loaded only for a real build with a bucket.
     from ghbuild.build import aws_role, s3probe
 
