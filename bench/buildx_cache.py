@@ -19,7 +19,7 @@ Also printed: each row's per-stage step seconds (from BuildKit's log) and the ca
 cold build (BuildKit's "exporting cache" steps).
 
 Usage: make infra-up && .venv/bin/python bench/buildx_cache.py [--image cpu] [--arch amd64] [--reps 2]
-       [--rows cold,registry cache,sccache only]
+       [--rows cold,registry cache,sccache only] [--rebuilds 1]
 Goal: ghbuild within 1.05x of the plain command on every row.
 """
 
@@ -179,6 +179,9 @@ def main() -> int:
     parser.add_argument("--image", default="cpu")
     parser.add_argument("--arch", default="amd64")
     parser.add_argument("--reps", type=int, default=2, help="repetitions, the tools taking turns to go first")
+    parser.add_argument("--rebuilds", type=int, default=1,
+                        help="runs of each row after the cold one per repetition, the tools alternating (a 2 s "
+                             "rebuild needs many samples on a noisy machine; the cold build needs one)")
     parser.add_argument("--rows", default=",".join(ROWS),
                         help="rows to run, comma separated (a row other than cold runs after a cold build)")
     args = parser.parse_args()
@@ -200,7 +203,8 @@ def main() -> int:
                     tools.reverse()
                 repos = [tool.repo for tool in tools]
                 for row in ("cold", *rows) if "cold" not in rows else rows:
-                    for tool in tools:
+                    times = 1 if row == "cold" else args.rebuilds
+                    for tool in [t for n in range(times) for t in (tools if n % 2 == 0 else tools[::-1])]:
                         fresh_runner(env, repos)
                         sha = uuid.uuid4().hex + uuid.uuid4().hex[:8]
                         seconds, log = tool.run(row, sha, Path(tmp))
@@ -208,14 +212,15 @@ def main() -> int:
                         stages = {name: t.seconds for name, t in buildlog.stage_timings(log).items()}
                         for name, value in stages.items():
                             stage_seconds.setdefault((row, tool.name), {}).setdefault(name, 0.0)
-                            stage_seconds[(row, tool.name)][name] += value / args.reps
+                            stage_seconds[(row, tool.name)][name] += value / (args.reps * times)
                         if row == "cold":
                             exports.setdefault(tool.name, []).append(export_seconds(log))
                         print(f"  rep {rep + 1} {row:<15} {tool.name:<8} {seconds:7.1f} s", file=sys.stderr, flush=True)
     finally:
         lean.unlink(missing_ok=True)
     mean = {key: sum(values) / len(values) for key, values in results.items()}
-    print(f"image {args.image}/{args.arch} on the engine's own builder; mean of {args.reps} repetitions, "
+    print(f"image {args.image}/{args.arch} on the engine's own builder; mean of {args.reps} repetitions "
+          f"({args.rebuilds} run(s) of each row after the cold one per repetition), "
           "the tools taking turns to go first")
     print(f"{'row':<16}{'ghbuild':>10}{'lean':>10}{'plain':>10}{'lean/plain':>12}{'ghbuild/plain':>15}")
     ok = True
