@@ -107,3 +107,27 @@ def test_the_later_writer_wins_and_the_other_waits():
     assert b.token and state(reg).token == b.token and not a.token
     with pytest.raises(PublishError, match=r"not held"):
         a.check()
+
+
+def test_a_lease_that_ran_out_while_held_is_not_written_free():
+    """Past its time another run may hold it: writing "free" then would free theirs."""
+    clock = Clock()
+    reg = MemoryRegistry(clock)
+    mine = make(reg, clock, "slow", ttl=120.0)
+    mine.acquire()
+    clock.sleep(115.0)
+    other_token = "someone-else"
+    read = reg.get_manifest
+
+    def read_then_taken(repo, ref):     # our token read back, then the other run's write lands
+        found = read(repo, ref)
+        reg.tags[lease.LEASE_TAG] = lease.LeaseState(other_token, "other",
+                                                     clock.now() + timedelta(seconds=120)).body()
+        return found
+
+    reg.get_manifest = read_then_taken
+    writes = []
+    put = reg.put_manifest
+    reg.put_manifest = lambda *a: (writes.append(a), put(*a))[1]
+    mine.release()
+    assert writes == [] and mine.token == ""        # nothing written: the lease expires by itself

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import subprocess
 import tarfile
 from collections.abc import Mapping, Sequence
 
@@ -44,20 +45,25 @@ def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | N
     return None
 
 
-def remove_untagged(env: Mapping[str, str], image_id: str) -> str | None:
+def remove_untagged(env: Mapping[str, str], image_id: str, docker_cli: str) -> str | None:
     """Remove an image no tag names (a stage the layer audit built only to measure it: left behind, each
-    build would leave a stage's gigabytes in the engine). An image a tag names is kept. Returns why the
-    removal failed, or None."""
+    build would leave a stage's gigabytes in the engine); an image a tag names is kept. The removal runs on
+    its own (`docker image rm`, not waited for): on the containerd image store the engine collects the
+    image's content before it answers, seconds for a big stage, which no build should wait for. Returns
+    why the removal could not be started, or None."""
     docker = require("docker", "docker", "removing an image")
-    api = docker_sdk(env).api
     try:
-        if api.inspect_image(image_id).get("RepoTags"):
+        if docker_sdk(env).api.inspect_image(image_id).get("RepoTags"):
             return None
-        api.remove_image(image_id)
     except docker.errors.ImageNotFound:
         return None
     except docker.errors.APIError as exc:
         return str(exc.explanation or exc)
+    try:
+        subprocess.Popen([docker_cli, "image", "rm", image_id], env=dict(env), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return str(exc)
     return None
 
 

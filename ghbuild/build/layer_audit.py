@@ -68,7 +68,7 @@ class StageAudit:
         try:
             history = images.image_history(ctx.env, image_id)
         finally:
-            self.leftover = images.remove_untagged(ctx.env, image_id)
+            self.leftover = images.remove_untagged(ctx.env, image_id, ctx.settings.docker)
         layers, _ = audit.attribute(history, dockerfile.chain(self.stage_name, ctx.stages))
         return audit.stage_sizes(layers).get(self.stage_name, 0)
 

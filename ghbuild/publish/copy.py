@@ -93,7 +93,7 @@ class _Prepared(NamedTuple):
     index_manifest: bytes
     index_type: str
     result: PublishResult
-    blob_sizes: tuple[tuple[str, int], ...] = ()    # (digest, size) of every image's blobs: what a copy moves at most
+    expected_bytes: int = 0     # every arch's blobs, as the copies count them (a blob two arches share: twice)
 
 
 def _per_arch(fn: Callable[[ArchSource, registry.Registry], Any], sources: tuple[ArchSource, ...],
@@ -165,8 +165,13 @@ def _prepare(plan: PublishPlan, factory: registry.RegistryFactory, dry_run: bool
     result.index_digest = registry.sha256_digest(raw)
     result.actions.append(f"push index {plan.publish}@{result.index_digest} "
                           f"({', '.join(s.arch for s in plan.sources)})")
-    sizes = tuple({b.digest: b.size for checked in verified.values() for b in checked.manifest.blobs()}.items())
-    return _Prepared(plan, src, dst, s_repo, p_repo, manifests, raw, media_type, result, sizes)
+    return _Prepared(plan, src, dst, s_repo, p_repo, manifests, raw, media_type, result, _expected_bytes(verified))
+
+
+def _expected_bytes(verified: Mapping[str, _Verified]) -> int:
+    """The bytes the copies of these arches count (sent, present or mounted): each arch's own blobs, a blob
+    two arches share counted by both (ghbuild.publish.early_lease)."""
+    return sum(b.size for checked in verified.values() for b in checked.manifest.blobs())
 
 
 def _transfer(prep: _Prepared, stats: registry.CopyStats, log: Callable[[str], None],

@@ -56,25 +56,29 @@ class EarlyLeases:
         self.taking: lease.Lease | None = None
         self.error: BaseException | None = None
         self.started_at: float | None = None      # when the first lease was asked for (for the report)
+        self._lock = threading.Lock()
         self._copies_over = threading.Event()
         self._abandoned = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ghbuild-lease", daemon=True)
 
     def start(self) -> EarlyLeases:
-        self._begun, self._base = self.clock(), self.meter.bytes
+        self._base = self.meter.bytes
         self._thread.start()
         return self
 
     def near_the_end(self) -> bool:
-        """Whether the copies' time left, at the rate seen so far, is within `lead` (or too small to time)."""
-        moved = self.meter.bytes - self._base
-        left = self.expected - moved
+        """Whether the copies' time left is within `lead` (or too small to time). The rate is the bytes sent
+        since the first one: bytes found present or mounted count as done, not as speed."""
+        left = self.expected - (self.meter.bytes - self._base)
         if left <= 0 or self.expected <= SMALL:
             return True
-        elapsed = self.clock() - self._begun
-        if elapsed < MEASURE_AFTER or moved <= 0:
+        first = self.meter.first_sent_at
+        if first is None:
             return False
-        return left / (moved / elapsed) <= self.lead
+        elapsed = self.meter.clock() - first
+        if elapsed < MEASURE_AFTER or self.meter.sent <= 0:
+            return False
+        return left / (self.meter.sent / elapsed) <= self.lead
 
     def _sleep(self, seconds: float) -> None:
         if self._abandoned.wait(seconds):
@@ -90,7 +94,7 @@ class EarlyLeases:
             for target in self.targets:
                 # A client of its own: the copies use theirs on other threads meanwhile.
                 self.taking = lease.Lease(target.reg.clone(), target.repo, target.repository, self.holder, log=self.log,
-                                          **{"sleep": self._sleep, **self.lease_options})
+                                          **{**self.lease_options, "sleep": self._sleep})
                 self.taking.acquire()
                 self.leases.append(self.taking)
                 self.taking = None
@@ -102,6 +106,8 @@ class EarlyLeases:
             if self.taking is not None:
                 self.taking._free_own()     # a token written before the stop is given back, not left to expire
                 self.taking = None
+            if self._abandoned.is_set():    # the caller may have stopped waiting: what is held goes back here
+                self._give_back()
 
     def leases_for_the_tag_phase(self) -> list[lease.Lease]:
         """Once the copies are over: the leases, held (waiting for them if need be). Empty when one was held
@@ -111,20 +117,25 @@ class EarlyLeases:
         if self.error is not None:
             self._give_back()
             raise self.error
-        if any(self.clock() - held._taken_at > self.max_early for held in self.leases):
+        if any(held.clock() - held._taken_at > self.max_early for held in self.leases):
             self.log(f"publish lease: held {self.max_early:.0f} s before the copies ended; taking it again")
             self._give_back()
         return self.leases
 
-    def abandon(self) -> None:
-        """The copies failed: stop taking the leases and give back any held. Never raises."""
+    def abandon(self, wait: float | None = None) -> None:
+        """The copies failed (or the tag phase is over): stop taking the leases and give back any held. Waits
+        at most `wait` seconds (default: the settle time and 2 s) for a lease request in flight (a registry
+        retrying with back-off); the thread then gives back what it holds when that request ends, and an
+        interrupted run's lease expires by itself. Never raises."""
         self._abandoned.set()
         self._copies_over.set()
-        if self._thread.is_alive() or self._thread.ident is not None:
-            self._thread.join()
-        self._give_back()
+        if self._thread.ident is not None:
+            self._thread.join(self.lead + 0.5 if wait is None else wait)
+        if not self._thread.is_alive():
+            self._give_back()
 
     def _give_back(self) -> None:
-        leases, self.leases = self.leases, []
+        with self._lock:
+            leases, self.leases = self.leases, []
         for held in leases:
             held.release()

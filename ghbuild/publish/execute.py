@@ -85,7 +85,7 @@ def _early_leases(prepared: list[copy._Prepared], stats: dict[int, registry.Copy
     meter = registry.Meter()
     for counters in stats.values():
         counters.meter = meter
-    expected = sum(dict(pair for prep in prepared for pair in prep.blob_sizes).values())
+    expected = sum(prep.expected_bytes for prep in prepared)
     targets = [LeaseTarget(repository, group[0].reg, group[0].repo)
                for repository, group in tag_moves.by_repository(moves).items()]
     return EarlyLeases(targets, holder, expected, meter, lease_options, log).start()

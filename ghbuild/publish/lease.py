@@ -165,6 +165,11 @@ class Lease:
         record found when nothing moved). Never raises: an unreleased lease expires by itself."""
         if not self.token:
             return
+        if self.clock() - self._taken_at >= self.ttl * 0.9:
+            # It may have expired and been taken by another run since: writing "free" could free theirs.
+            self.log(f"{self.repository}: the publish lease ran out while held; left to expire, not written")
+            self.token = ""
+            return
         if published_sha is None:
             published_sha, published_time = self.found.published_sha, self.found.published_time
         self._free_own(published_sha, published_time)

@@ -46,21 +46,30 @@ class Endpoint(Protocol):
 
 
 class Meter:
-    """Bytes a copy has dealt with so far (sent, or found present or mounted), across its threads, while it
-    runs: what a caller needs to tell how far a long copy is (ghbuild.publish.early_lease)."""
+    """Bytes a copy has dealt with so far, across its threads, while it runs: sent, and found present or
+    mounted (dealt with at once, so no measure of the rate). What a caller needs to tell how far a long copy
+    is (ghbuild.publish.early_lease)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
-        self._bytes = 0
+        self.clock = clock
+        self.sent = 0
+        self.instant = 0
+        self.first_sent_at: float | None = None
 
-    def add(self, count: int) -> None:
+    def add(self, count: int, sent: bool = True) -> None:
         with self._lock:
-            self._bytes += count
+            if not sent:
+                self.instant += count
+                return
+            if self.first_sent_at is None:
+                self.first_sent_at = self.clock()
+            self.sent += count
 
     @property
     def bytes(self) -> int:
         with self._lock:
-            return self._bytes
+            return self.sent + self.instant
 
 
 @dataclass
@@ -88,9 +97,9 @@ class CopyStats:
         """Counters for one thread of this copy, added up at the end (add), metered live with it."""
         return CopyStats(meter=self.meter)
 
-    def moved(self, count: int) -> None:
+    def moved(self, count: int, sent: bool = True) -> None:
         if self.meter is not None:
-            self.meter.add(count)
+            self.meter.add(count, sent)
 
     def add(self, part: CopyStats) -> None:
         self.copied_bytes += part.copied_bytes
@@ -109,12 +118,12 @@ class CopyStats:
     def skipped(self, desc: Descriptor) -> None:
         self.skipped_bytes += desc.size
         self.skipped_blobs += 1
-        self.moved(desc.size)
+        self.moved(desc.size, sent=False)
 
     def mounted(self, desc: Descriptor) -> None:
         self.mounted_bytes += desc.size
         self.mounted_blobs += 1
-        self.moved(desc.size)
+        self.moved(desc.size, sent=False)
 
     def copied(self, desc: Descriptor) -> None:
         self.copied_bytes += desc.size

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 from fakes.oci import MANIFEST_TYPES
 
@@ -105,7 +106,11 @@ def test_the_audits_stage_image_is_measured_then_removed_from_the_engine(first_b
     removed once measured: every build would otherwise leave the stage's gigabytes in the engine, untagged."""
     assert first_build.report["stages"]["cpp"]["size"] > 0
     assert not any("could not be removed" in w for w in first_build.report["warnings"])
-    listed = session.docker_run("image", "ls", "--all", "--no-trunc", "--filter", "dangling=true",
-                                "--filter", f"label=org.opencontainers.image.revision={session.sha('first')}",
-                                "--format", "{{.ID}}", check=True)
+    for _ in range(60):       # removed on its own, not waited for by the build
+        listed = session.docker_run("image", "ls", "--all", "--no-trunc", "--filter", "dangling=true",
+                                    "--filter", f"label=org.opencontainers.image.revision={session.sha('first')}",
+                                    "--format", "{{.ID}}", check=True)
+        if not listed.stdout.strip():
+            break
+        time.sleep(1)
     assert listed.stdout.strip() == "", f"untagged images of this build left in the engine: {listed.stdout}"
