@@ -45,22 +45,30 @@ def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | N
     return None
 
 
-def remove_untagged(env: Mapping[str, str], image_id: str, docker_cli: str) -> str | None:
-    """Remove an image no tag names (a stage the layer audit built only to measure it: left behind, each
-    build would leave a stage's gigabytes in the engine); an image a tag names is kept. The removal runs on
-    its own (`docker image rm`, not waited for): on the containerd image store the engine collects the
-    image's content before it answers, seconds for a big stage, which no build should wait for. Returns
-    why the removal could not be started, or None."""
-    docker = require("docker", "docker", "removing an image")
+def keep_latest(env: Mapping[str, str], image_id: str, tag: str, docker_cli: str) -> str | None:
+    """Point the local tag `tag` at `image_id` and remove the image it held before, if no tag names that
+    one any more. For a stage the layer audit builds only to measure it: left untagged, each build left a
+    stage image in the engine (a new one per commit, gigabytes of its own layers); removed outright, the
+    next build had to write its unchanged layers again (seconds). The removal runs on its own (`docker
+    image rm`, not waited for): on the containerd image store the engine collects content before it
+    answers. Returns why it could not be done, or None."""
+    docker = require("docker", "docker", "tagging an image")
+    api = docker_sdk(env).api
+    repository, _, name = tag.rpartition(":")
     try:
-        if docker_sdk(env).api.inspect_image(image_id).get("RepoTags"):
+        try:
+            before = str(api.inspect_image(tag)["Id"])
+        except docker.errors.ImageNotFound:
+            before = None
+        api.tag(image_id, repository, name)
+        if before is None or before == image_id or api.inspect_image(before).get("RepoTags"):
             return None
     except docker.errors.ImageNotFound:
         return None
     except docker.errors.APIError as exc:
         return str(exc.explanation or exc)
     try:
-        subprocess.Popen([docker_cli, "image", "rm", image_id], env=dict(env), stdin=subprocess.DEVNULL,
+        subprocess.Popen([docker_cli, "image", "rm", before], env=dict(env), stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return str(exc)

@@ -28,8 +28,9 @@ def audit_layers(report: BuildReport, ctx: BuildRun, stage_audits: Mapping[str, 
         if size is not None:
             sizes[stage_name] = size
         if stage_audit.leftover:
-            report.warnings.append(f"layer audit: the image of stage {stage_name}, built only to be measured, "
-                                   f"could not be removed from the engine: {stage_audit.leftover}")
+            report.warnings.append(f"layer audit: stage {stage_name}'s image, built only to be measured, could "
+                                   f"not be kept as {stage_audit.local_tag(ctx)} (the previous one removed): "
+                                   f"{stage_audit.leftover}")
     report.size = sum(layer.size for layer in layers)
     report.layers = [{"stage": layer.stage, "size": layer.size, "created_by": layer.created_by} for layer in layers]
     for name, size in sizes.items():
@@ -41,13 +42,16 @@ def audit_layers(report: BuildReport, ctx: BuildRun, stage_audits: Mapping[str, 
                                                  dict(ctx.image.stage_budgets))
 
 
+AUDIT_REPOSITORY = "ghbuild.local/audit"
+
+
 class StageAudit:
     """One stage built as the target, for the own layers of that stage. Only stages the main build builds
     (outside the final image's chain): their steps are shared with it or cache hits, the stage costs its export."""
 
     def __init__(self, ctx: BuildRun, stage_name: str, uncompressed: bool) -> None:
         self.stage_name = stage_name
-        self.leftover: str | None = None    # why the stage's image could not be removed after it was measured
+        self.leftover: str | None = None    # why the stage's previous image could not be tagged over or removed
         sub_job = ctx.job._replace(target=stage_name, tags=(), cache_to=(), push=False)
         self.iid_file = ctx.workdir / f"iid-{stage_name}"
         self.metadata = ctx.workdir / f"metadata-{stage_name}.json"
@@ -59,6 +63,11 @@ class StageAudit:
     def stop(self) -> None:
         self.process.stop()
 
+    def local_tag(self, ctx: BuildRun) -> str:
+        """The engine-local tag that keeps the latest image of this stage (never pushed: no registry has
+        that name), so the next build finds its unchanged layers (images.keep_latest)."""
+        return f"{AUDIT_REPOSITORY}/{ctx.job.image}:{self.stage_name}-{ctx.job.arch}"
+
     def size(self, ctx: BuildRun) -> int | None:
         """The stage's own layers' bytes, once its build ended; None when that build failed."""
         rc, _ = self.process.wait()
@@ -68,7 +77,7 @@ class StageAudit:
         try:
             history = images.image_history(ctx.env, image_id)
         finally:
-            self.leftover = images.remove_untagged(ctx.env, image_id, ctx.settings.docker)
+            self.leftover = images.keep_latest(ctx.env, image_id, self.local_tag(ctx), ctx.settings.docker)
         layers, _ = audit.attribute(history, dockerfile.chain(self.stage_name, ctx.stages))
         return audit.stage_sizes(layers).get(self.stage_name, 0)
 

@@ -104,3 +104,20 @@ def test_rebuilt_image_is_pushed_and_works(session, second_build):
     assert proc.returncode == 0 and " 0 failed" in proc.stdout, proc.stdout + proc.stderr
     proc = session.docker_run("run", "--rm", report["ref"], "nativecore-selftest", timeout=300)
     assert proc.returncode == 0 and " 0 failed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_audits_previous_stage_image_is_removed_once_a_newer_one_is_kept(session, first_build, second_build):
+    """Each build of another commit tags its own `cpp` stage image and removes the one the tag held before."""
+    import time
+
+    kept = session.image_inspect("ghbuild.local/audit/cpu:cpp-amd64")
+    assert kept and kept["Config"]["Labels"]["org.opencontainers.image.revision"] == session.sha("second")
+    earlier = [session.sha("first"), session.sha("layer-cached")]
+    for _ in range(60):       # removed on its own, not waited for by the build
+        listed = session.docker_run("image", "ls", "--all", "--no-trunc", "--filter", "dangling=true",
+                                    "--filter", "label=org.opencontainers.image.title=cpu",
+                                    "--format", '{{.Label "org.opencontainers.image.revision"}}', check=True)
+        if not any(sha in listed.stdout for sha in earlier):
+            break
+        time.sleep(1)
+    assert not any(sha in listed.stdout for sha in earlier), f"earlier stage images left: {listed.stdout}"
