@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from ghbuild.build.engine import DockerClient, EngineBuilderAnswer, _last_line, _run, configured_context
+from ghbuild.build.engine import DockerClient, EngineBuilderAnswer, _last_line, _run, configured_context, image_store
 from ghbuild.errors import ConfigError, EngineError
 from ghbuild.github.gha import runner_kind
 
@@ -106,7 +106,7 @@ def _finish_image_store(question: subprocess.Popen | None, timeout: float = 30) 
         question.kill()
         question.communicate()
         return "classic"
-    return "containerd" if question.returncode == 0 and "io.containerd.snapshotter" in out else "classic"
+    return image_store(out) if question.returncode == 0 else "classic"
 
 
 def current_context(client: DockerClient, env: Mapping[str, str]) -> str:

@@ -50,6 +50,12 @@ _VERSION_FORMAT = '{{.Client.Version}}{{"\\n"}}{{if .Server}}{{.Server.Version}}
 _INFO_FORMAT = '{{.ClientInfo.Version}}{{"\\n"}}{{.ServerVersion}}{{"\\n"}}{{json .DriverStatus}}'
 
 
+def image_store(driver_status: str) -> str:
+    """The image store `docker info`'s DriverStatus (as JSON) describes: "containerd" (the containerd
+    snapshotter) or "classic" (a graph driver)."""
+    return "containerd" if "io.containerd.snapshotter" in driver_status else "classic"
+
+
 class EngineBuilderAnswer(NamedTuple):
     """What a client answered of a docker context's builder (the engine's own), asked by ClientProbe."""
     context: str
@@ -225,8 +231,7 @@ class ClientProbe:
         client, server, status = ([*info.split("\n"), "", "", ""])[:3]
         if any(p.returncode != 0 for p in started) or not server.strip():
             return None
-        store = "containerd" if "io.containerd.snapshotter" in status else "classic"
-        self.answers[path] = EngineBuilderAnswer(self.context, inspect, store)
+        self.answers[path] = EngineBuilderAnswer(self.context, inspect, image_store(status))
         return DockerClient(path=path, version=client.strip(), buildx=True)
 
     def client(self, backend: str | None = None) -> DockerClient:
