@@ -20,7 +20,7 @@ class Probe:
         if self.chosen is None:
             raise EngineError("no usable docker client: /a: engine not reachable")
         if self.context is not None:
-            self.answers[self.chosen] = engine.EngineBuilderAnswer(self.context, "Driver: docker\n", "containerd")
+            self.answers[self.chosen] = engine.EngineBuilderAnswer(self.context, "containerd", "26.1.5")
         return engine.DockerClient(self.chosen, "26.1.5", True)
 
 
@@ -70,3 +70,22 @@ def test_a_named_builder_is_asked_early_whatever_the_probe_heard_of_the_context(
     monkeypatch.setattr(builders, "choose_builder", lambda *a: builders.BuilderChoice("named", "remote-one"))
     start(Probe("/a", "/a", context="default"))
     assert asked == ["/a"]
+
+
+def test_the_buildkit_version_is_asked_before_the_build_only_when_the_gha_v2_cache_needs_it(monkeypatch):
+    """The engine's own builder comes from the probe without its BuildKit version (the report names the engine's
+    version): asked before the build only where the GitHub Actions cache service v2 gates on it."""
+    from ghbuild.build import builders
+
+    engines_own = builders.Builder("default", "docker", None, "containerd")
+    monkeypatch.setattr(builders, "resolve_builder", lambda *a: engines_own)
+    monkeypatch.setattr(builders, "with_buildkit", lambda client, builder, env: builder._replace(buildkit="v0.13.2"))
+    options = SimpleNamespace(build=SimpleNamespace(builder=None, builder_network="host"))
+    client = engine.DockerClient("/a", "26.1.5", True)
+
+    def version(env):
+        return buildjob._builder(client, options, True, env, False)[0].buildkit
+
+    assert version({}) is None
+    assert version({"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_CACHE_URL": "http://act/"}) is None        # v1: no gate
+    assert version({"ACTIONS_RUNTIME_TOKEN": "t", "ACTIONS_RESULTS_URL": "https://results/"}) == "v0.13.2"

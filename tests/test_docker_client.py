@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -35,7 +36,10 @@ esac
 
 
 def env_with(path: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {"PATH": str(tmp_path / "empty"), "HOME": str(tmp_path), "GHBUILD_DOCKER_CLI": path, **extra}
+    # An engine the fake client answers for: one on a unix socket (the machine's own, by default) would be
+    # asked directly (engine.SocketInfo).
+    return {"PATH": str(tmp_path / "empty"), "HOME": str(tmp_path), "GHBUILD_DOCKER_CLI": path,
+            "DOCKER_HOST": "tcp://127.0.0.1:9", **extra}
 
 
 def test_a_client_with_buildx_builds_with_buildx(tmp_path):
@@ -185,8 +189,8 @@ def test_only_the_preferred_client_is_asked_when_it_can_build(tmp_path):
 
 
 def context_docker(folder: Path, server: str, inspect_ok: bool = True) -> str:
-    """A 26.x client that answers the context questions too: `--context C info --format ...` (client version,
-    the engine's, its storage) and `buildx inspect C`."""
+    """A 26.x client that answers the context question too: `--context C info --format ...` (client version,
+    the engine's, its storage), and `buildx inspect C`."""
     path = Path(fake_docker(folder, "docker", "26.1.5", server or None, buildx=inspect_ok))
     inspect = ("printf 'Name: %s\\nDriver: docker\\nBuildKit version: v0.13.2\\n' \"$3\"; exit 0" if inspect_ok
                else "exit 1")
@@ -199,30 +203,136 @@ def context_docker(folder: Path, server: str, inspect_ok: bool = True) -> str:
     return str(path)
 
 
-def test_the_preferred_client_answers_the_builders_questions_instead_of_the_classic_ones(tmp_path):
+def plugin_env(monkeypatch, tmp_path: Path, path: str, plugin: bool, **extra: str) -> dict[str, str]:
+    """The environment of a fake client whose buildx plugin is (or is not) where the CLI looks: the config
+    folder's cli-plugins, the machine's own folders left out."""
+    monkeypatch.setattr(engine, "SYSTEM_PLUGIN_DIRS", ())
+    config = tmp_path / "cfg"
+    if plugin:
+        (config / "cli-plugins").mkdir(parents=True)
+        (config / "cli-plugins" / "docker-buildx").write_text("#!/bin/sh\n")
+        (config / "cli-plugins" / "docker-buildx").chmod(0o755)
+    return env_with(path, tmp_path, DOCKER_CONFIG=str(config), **extra)
+
+
+def test_the_preferred_client_answers_the_builders_question_instead_of_the_classic_ones(tmp_path, monkeypatch):
+    """The engine's own builder needs one question (`info`: the engine answers, its version, its image store)
+    and the plugin on disk; its BuildKit version, which only the GitHub cache gate reads, when asked for."""
     from ghbuild.build import builders
 
     path = context_docker(tmp_path / "a", "26.1.5")
-    env = env_with(path, tmp_path, DOCKER_CONFIG=str(tmp_path / "cfg"))
+    env = plugin_env(monkeypatch, tmp_path, path, plugin=True)
     with engine.ClientProbe(env) as probe:
         client = probe.client()
         answered = probe.answers[path]
     assert client == engine.DockerClient(path, "26.1.5", True) and answered.context == "default"
     asked = (tmp_path / "a" / "asked").read_text()
-    assert "--context default info --format {{.ClientInfo.Version}}" in asked and "buildx inspect default" in asked
-    assert "version --format" not in asked and "buildx version" not in asked
+    # One question, no plugin run (the fake's `echo` turns the format's \\n into new lines).
+    assert asked == f"--context default info --format {engine._INFO_FORMAT}\n".replace("\\n", "\n")
     builder = builders.resolve_builder(client, None, "host", trusted=True, env=env, answered=answered)
-    assert builder == builders.Builder("default", "docker", "v0.13.2", "containerd")
+    assert builder == builders.Builder("default", "docker", None, "containerd", engine="26.1.5")
+    assert builder.describe() == "default (docker driver, the BuildKit of engine 26.1.5, containerd image store)"
     assert (tmp_path / "a" / "asked").read_text() == asked      # nothing asked again
+    assert builders.with_buildkit(client, builder, env) == builder._replace(buildkit="v0.13.2")
+    assert (tmp_path / "a" / "asked").read_text() == asked + "buildx inspect default\n"
 
 
-@pytest.mark.parametrize("server, inspect_ok, why", [
+def test_a_builder_that_does_not_say_its_version_is_reported_unknown(tmp_path, monkeypatch):
+    from ghbuild.build import builders
+
+    path = context_docker(tmp_path / "a", "26.1.5", inspect_ok=False)
+    env = plugin_env(monkeypatch, tmp_path, path, plugin=True)
+    builder = builders.Builder("default", "docker", None, "containerd")
+    answered = builders.with_buildkit(engine.DockerClient(path, "26.1.5", True), builder, env)
+    assert answered.buildkit == "" and "BuildKit unknown" in answered.describe()
+
+
+@pytest.mark.parametrize("server, plugin, why", [
     ("", True, r"engine not reachable \(Cannot connect to the Docker daemon"),
     ("26.1.5", False, "has no buildx plugin"),
 ])
-def test_bad_context_answers_are_asked_again_the_classic_way_for_the_reason(tmp_path, server, inspect_ok, why):
-    path = context_docker(tmp_path / "a", server, inspect_ok)
-    env = env_with(path, tmp_path, DOCKER_CONFIG=str(tmp_path / "cfg"), DOCKER_HOST=f"unix://{tmp_path}/none.sock")
+def test_bad_context_answers_are_asked_again_the_classic_way_for_the_reason(tmp_path, monkeypatch, server, plugin,
+                                                                           why):
+    path = context_docker(tmp_path / "a", server, inspect_ok=plugin)
+    env = plugin_env(monkeypatch, tmp_path, path, plugin, DOCKER_HOST=f"unix://{tmp_path}/none.sock")
     with pytest.raises(EngineError, match=why):
         engine.ClientProbe({**env, "PATH": str(tmp_path / "empty")}).client()
     assert "version --format" in (tmp_path / "a" / "asked").read_text()
+
+
+@pytest.fixture
+def engine_socket(tmp_path):
+    """A Docker engine API on a unix socket answering `GET /info` as dockerd does (the requests kept)."""
+    import http.server
+    import json
+    import socketserver
+    import threading
+
+    asked: list[str] = []
+    info = {"ServerVersion": "26.1.5+dfsg1", "Driver": "overlayfs",
+            "DriverStatus": [["driver-type", "io.containerd.snapshotter.v1"]]}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            body = json.dumps(info).encode() if self.path == "/info" else b'{"message":"page not found"}'
+            self.send_response(200 if self.path == "/info" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Api-Version", "1.45")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        daemon_threads = True
+
+        def get_request(self):      # a unix peer has no address; BaseHTTPRequestHandler wants one
+            request, _ = super().get_request()
+            return request, ("local", 0)
+
+    path = str(tmp_path / "docker.sock")
+    server = Server(path, Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield SimpleNamespace(path=path, asked=asked, info=info)
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_engine_behind_a_local_socket_is_asked_directly_not_through_the_client(tmp_path, monkeypatch,
+                                                                                     engine_socket):
+    """`docker info` is a Go client that first runs every plugin's metadata command; the engine on the default
+    context's unix socket answers the same question (`GET /info`) itself, and the client is not run at all."""
+    path = context_docker(tmp_path / "a", "26.1.5")
+    env = plugin_env(monkeypatch, tmp_path, path, plugin=True, DOCKER_HOST=f"unix://{engine_socket.path}")
+    with engine.ClientProbe(env) as probe:
+        assert probe.client() == engine.DockerClient(path, "", True)
+        assert probe.answers[path] == engine.EngineBuilderAnswer("default", "containerd", "26.1.5+dfsg1")
+    assert engine_socket.asked == ["/info"] and not (tmp_path / "a" / "asked").exists()
+    engine_socket.info["DriverStatus"] = [["Backing Filesystem", "extfs"]]     # the classic store, overlay2
+    with engine.ClientProbe(env) as probe:
+        probe.client()
+        assert probe.answers[path].image_store == "classic"
+
+
+def test_a_socket_engine_without_the_plugin_on_disk_is_asked_again_the_classic_way(tmp_path, monkeypatch,
+                                                                                  engine_socket):
+    path = context_docker(tmp_path / "a", "26.1.5", inspect_ok=False)
+    env = plugin_env(monkeypatch, tmp_path, path, plugin=False, DOCKER_HOST=f"unix://{engine_socket.path}")
+    with pytest.raises(EngineError, match="has no buildx plugin"):
+        engine.ClientProbe({**env, "PATH": str(tmp_path / "empty")}).client()
+    assert "buildx version" in (tmp_path / "a" / "asked").read_text()
+
+
+@pytest.mark.parametrize("docker_host, context, socket", [
+    (None, "default", engine.DEFAULT_SOCKET),
+    ("unix:///run/user/1000/docker.sock", "default", "/run/user/1000/docker.sock"),
+    ("tcp://127.0.0.1:2375", "default", None),
+    ("ssh://builder@host", "default", None),
+    (None, "rootless", None),
+])
+def test_only_the_default_contexts_unix_socket_is_asked_directly(docker_host, context, socket):
+    env = {"DOCKER_HOST": docker_host} if docker_host else {}
+    assert engine.engine_socket(env, context) == socket

@@ -26,12 +26,14 @@ class Builder(NamedTuple):
     """The buildx builder a build runs on, as `docker buildx inspect` describes it."""
     name: str                   # what `--builder` gets (a builder or a docker context)
     driver: str                 # docker, docker-container, remote, kubernetes, ...
-    buildkit: str               # the version its node reports ("v0.13.2"; Debian's build: "v0.0.0+unknown")
+    buildkit: str | None        # the version its node reports ("v0.13.2"; Debian's build: "v0.0.0+unknown");
+                                # None: not asked (the engine's own builder: its BuildKit is the engine's)
     image_store: str | None = None   # the docker driver's engine: "containerd" or "classic"
     context: str | None = None       # a docker context other than the current one (docker driver): buildx
                                      # reaches its builder only as `docker --context NAME buildx ...`
     docker_host: str | None = None   # that context's engine, where the built image is read for the audit
     ephemeral: bool = False          # made for this job alone and removed after it (remove_builder)
+    engine: str | None = None        # the engine's version (the docker driver), when the probe heard it
 
     @property
     def cache_export_problem(self) -> str | None:
@@ -43,7 +45,9 @@ class Builder(NamedTuple):
 
     def describe(self) -> str:
         store = f", {self.image_store} image store" if self.image_store else ""
-        return f"{self.name} ({self.driver} driver, BuildKit {self.buildkit or 'unknown'}{store})"
+        buildkit = f"the BuildKit of engine {self.engine}" if self.buildkit is None and self.engine else \
+            f"BuildKit {self.buildkit or 'unknown'}"
+        return f"{self.name} ({self.driver} driver, {buildkit}{store})"
 
 
 def inspect_builder(client: DockerClient, name: str, env: Mapping[str, str], bootstrap: bool = False,
@@ -96,17 +100,7 @@ def _start_image_store(client: DockerClient, context: str, env: Mapping[str, str
 def _finish_image_store(question: subprocess.Popen | None, timeout: float = 30) -> str | None:
     """The image store of that engine: "containerd" (the containerd snapshotter) or "classic" (a graph driver,
     or no answer). `timeout=0`: the answer is not wanted; the question is stopped. None without a question."""
-    if question is None:
-        return None
-    try:
-        if timeout == 0:
-            question.kill()
-        out, _ = question.communicate(timeout=timeout or None)
-    except subprocess.TimeoutExpired:
-        question.kill()
-        question.communicate()
-        return "classic"
-    return image_store(out) if question.returncode == 0 else "classic"
+    return None if question is None else image_store(_close_question(question, timeout))
 
 
 def current_context(client: DockerClient, env: Mapping[str, str]) -> str:
@@ -242,13 +236,42 @@ def resolve_builder(client: DockerClient, setting: str | None, network: str, tru
             builder = builder._replace(ephemeral=True)
     else:
         name = current_context(client, env)
-        if answered is not None and answered.context == name and _described(name, answered.inspect).driver == "docker":
-            builder = _described(name, answered.inspect)._replace(image_store=answered.image_store)
+        if answered is not None and answered.context == name:
+            # A docker context's builder is its engine's own (the docker driver, BuildKit built into dockerd):
+            # `buildx inspect`, a Go client and its plugin, would add only the BuildKit version, tens of
+            # milliseconds of CPU before the build; it is asked when a decision needs it (with_buildkit).
+            builder = Builder(name, "docker", None, answered.image_store, engine=answered.engine)
         else:
             builder = inspect_builder(client, name, env, current=name)
     if builder is None:
         raise EngineError(f"builder {name!r} is not usable (`docker buildx inspect {name}` failed); {fix}")
     return builder
+
+
+def with_buildkit(client: DockerClient, builder: Builder, env: Mapping[str, str], timeout: float = 60) -> Builder:
+    """The builder with the BuildKit version `docker buildx inspect` reports ("": no answer, or a failed one)."""
+    try:
+        asked = subprocess.Popen([client.path, "buildx", "inspect", builder.name], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, env=dict(env))
+    except OSError:
+        return builder._replace(buildkit="")
+    out = _close_question(asked, timeout)
+    return builder._replace(buildkit=_described(builder.name, out).buildkit if out else "")
+
+
+def _close_question(asked: subprocess.Popen | None, timeout: float) -> str:
+    """What the process printed when it succeeded within `timeout` seconds (0: stop it now), else ""."""
+    if asked is None:
+        return ""
+    try:
+        if timeout == 0:
+            asked.kill()
+        out, _ = asked.communicate(timeout=timeout or None)
+    except subprocess.TimeoutExpired:
+        asked.kill()
+        asked.communicate()
+        return ""
+    return out if asked.returncode == 0 else ""
 
 
 def remove_builder(client: DockerClient, builder: Builder, env: Mapping[str, str]) -> str | None:

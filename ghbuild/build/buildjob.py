@@ -9,7 +9,6 @@ JSON, GITHUB_OUTPUT, job summary).
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import os
 import shutil
 import sys
@@ -23,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ghbuild import naming, render
-from ghbuild.build import buildcmd, builders, buildlog, cachemounts, engine, ghacache, layer_audit, sccache
+from ghbuild.build import buildcmd, builders, buildlog, cachemounts, engine, ghacache, images, layer_audit, sccache
 from ghbuild.build.buildrun import BuildRun, local_image, read_metadata
 from ghbuild.build.report import BuildReport, add_sccache_stats, buildx_metadata
 from ghbuild.config.options import DEFAULT_CACHE_MOUNT_IMAGE, ImageOptions, Options
@@ -251,8 +250,11 @@ def _builder(client: engine.DockerClient, options: Options, trusted: bool, env: 
     note = (f"build.builder = {choice.ignored!r} ignored: an untrusted build inside GitHub Actions gets a builder "
             "of its own, never a named or remote one" if choice.ignored else None)
     if not dry_run:
-        return builders.resolve_builder(client, options.build.builder, options.build.builder_network,
-                                        trusted, env, answered), note
+        builder = builders.resolve_builder(client, options.build.builder, options.build.builder_network,
+                                           trusted, env, answered)
+        if builder.buildkit is None and ghacache.needs_buildkit_version(env):
+            builder = builders.with_buildkit(client, builder, env)
+        return builder, note
     suffix = "" if trusted else "-untrusted"
     if choice.kind == "named":
         return builders.Builder(choice.name or "", "unknown", ""), note
@@ -345,19 +347,12 @@ def _mount_run(ctx: BuildRun, options: Options, base_image: str | None,
 SDK_WARM_AFTER = 0.5     # seconds into the build: its docker client and BuildKit's solve have their CPU first
 
 
-def _load_docker_sdk() -> None:
-    try:
-        importlib.import_module("docker")
-    except ImportError:
-        pass      # the read after the build names the missing extra
-
-
 def _build(report: BuildReport, ctx: BuildRun, command: buildcmd.BuildCommand, echo: bool) -> str:
     """Run the build; record its time, the per-stage timings from its log and the image id. Returns the log."""
     log_path = ctx.workdir / "build.log"
-    # The Docker SDK (what reads the built image afterwards) loads while the build runs, once its client started:
-    # tens of milliseconds of CPU off the build's end.
-    warm = threading.Timer(SDK_WARM_AFTER, _load_docker_sdk)
+    # The Docker SDK (what reads the built image afterwards) loads and asks the engine its API version while the
+    # build runs, once its client started: tens of milliseconds off the build's end.
+    warm = threading.Timer(SDK_WARM_AFTER, images.warm, args=(ctx.env,))
     warm.daemon = True
     warm.start()
     with gha.group(f"build {ctx.job.id} ({ctx.settings.builder})"), gha.commands_off():

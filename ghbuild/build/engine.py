@@ -10,9 +10,11 @@ take); a client without the plugin is passed over with the reason. Which builder
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -27,7 +29,7 @@ from ghbuild.registry.credentials import docker_config_file, read_docker_config
 
 class DockerClient(NamedTuple):
     path: str
-    version: str
+    version: str         # "" when not asked (the engine was asked through its socket)
     buildx: bool
 
     @property
@@ -59,8 +61,8 @@ def image_store(driver_status: str) -> str:
 class EngineBuilderAnswer(NamedTuple):
     """What a client answered of a docker context's builder (the engine's own), asked by ClientProbe."""
     context: str
-    inspect: str          # `docker buildx inspect <context>`, as printed
     image_store: str      # "containerd" or "classic"
+    engine: str           # the engine's version: its BuildKit is the one built into it
 
 
 def configured_context(env: Mapping[str, str]) -> str | None:
@@ -77,6 +79,64 @@ def configured_context(env: Mapping[str, str]) -> str | None:
         return None
     current = (config or {}).get("currentContext")
     return current if isinstance(current, str) and current else "default"
+
+
+DEFAULT_SOCKET = "/var/run/docker.sock"
+
+
+def engine_socket(env: Mapping[str, str], context: str | None) -> str | None:
+    """The unix socket of the engine the CLI reaches directly: the `default` context with DOCKER_HOST unset (the
+    default socket) or a unix:// one. Other contexts and endpoints (tcp, ssh, TLS) are left to the CLI."""
+    if context != "default":
+        return None
+    host = env.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
+    return host.removeprefix("unix://") if host.startswith("unix://") else None
+
+
+def _unix_get_json(path: str, url: str, timeout: float) -> dict | None:
+    """GET `url` from the HTTP server on unix socket `path`: its JSON object, or None (no answer, not 200, not
+    a JSON object). http.client is imported here, on the caller's thread (SocketInfo's)."""
+    import http.client
+
+    class Connection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(path)
+
+    conn = Connection("docker", timeout=timeout)
+    try:
+        conn.request("GET", url)
+        answer = conn.getresponse()
+        data = json.loads(answer.read()) if answer.status == 200 else None
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+    return data if isinstance(data, dict) else None
+
+
+class SocketInfo:
+    """The engine's `GET /info` through its unix socket, asked on a thread of its own: what the CLI's `docker
+    info` tells a build on the engine's own builder (the engine answers, its version, its image store) without a
+    Go client that first runs every CLI plugin's metadata command (tens of milliseconds of CPU)."""
+
+    def __init__(self, path: str, timeout: float = 10) -> None:
+        self.info: dict | None = None
+        self._thread = threading.Thread(target=self._ask, args=(path, timeout), daemon=True,
+                                        name="ghbuild-engine-info")
+        self._thread.start()
+
+    def _ask(self, path: str, timeout: float) -> None:
+        self.info = _unix_get_json(path, "/info", timeout)
+
+    def answer(self) -> tuple[str, str] | None:
+        """(engine version, DriverStatus as JSON), or None when the engine did not answer."""
+        self._thread.join()
+        version = (self.info or {}).get("ServerVersion")
+        if not isinstance(version, str) or not version:
+            return None
+        return version, json.dumps(self.info.get("DriverStatus") if self.info else None)
 
 
 # Where the docker CLI looks for a plugin (docker/cli, cli-plugins/manager): the config file's
@@ -120,19 +180,9 @@ def _start_probe(path: str, env: Mapping[str, str], engine: bool = True) -> list
 
 
 def _start_context_probe(path: str, env: Mapping[str, str], context: str) -> list[subprocess.Popen]:
-    """`info` and `buildx inspect` of one docker context, at the same time (ClientProbe)."""
-    env = dict(env)
-    questions = ([path, "--context", context, "info", "--format", _INFO_FORMAT],
-                 [path, "buildx", "inspect", context])
-    started: list[subprocess.Popen] = []
-    try:
-        for argv in questions:
-            started.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                            env=env))
-    except OSError:
-        _close(started, timeout=0)
-        raise
-    return started
+    """`info` of one docker context: the client's version, the engine's, its image store (ClientProbe)."""
+    return [subprocess.Popen([path, "--context", context, "info", "--format", _INFO_FORMAT], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, env=dict(env))]
 
 
 def _close(started: list[subprocess.Popen], timeout: float = 60) -> list[str]:
@@ -193,18 +243,21 @@ class ClientProbe:
                 self.candidates.append(candidate)
         self.probes: dict[str, list[subprocess.Popen] | OSError] = {}
         # The preferred client is asked what a build on the current context's builder (the engine's own) needs
-        # anyway: `info` (the engine answers; its image store) and `buildx inspect` (the plugin runs; the
-        # builder's BuildKit). Good answers make the classic questions needless; `answers` keeps them.
+        # anyway: `info` (the engine answers; its image store). With the buildx plugin where the CLI finds it,
+        # a good answer makes the classic questions needless; `answers` keeps it.
         self.context = configured_context(self.env) if engine else None
         self.answers: dict[str, EngineBuilderAnswer] = {}
         self._context_probes: dict[str, list[subprocess.Popen]] = {}
-        if self.candidates and self.context is not None:
+        # The engine behind a local socket is asked directly; another context's through the client.
+        socket_path = engine_socket(self.env, self.context) if self.candidates else None
+        self._socket_info = SocketInfo(socket_path) if socket_path else None
+        if self._socket_info is None and self.candidates and self.context is not None:
             try:
                 self._context_probes[self.candidates[0]] = _start_context_probe(self.candidates[0], self.env,
                                                                                 self.context)
             except OSError:
                 pass       # asked again the classic way, which says what is wrong
-        elif self.candidates:
+        elif self._socket_info is None and self.candidates:
             self._start(self.candidates[0])
 
     @property
@@ -224,14 +277,21 @@ class ClientProbe:
 
     def _context_answer(self, path: str) -> DockerClient | None:
         """The client, when its answers to the context questions are good (else None: ask the classic way)."""
-        started = self._context_probes.pop(path, None)
-        if started is None or self.context is None:
+        if self.context is None:
             return None
-        info, inspect = _close(started)
-        client, server, status = ([*info.split("\n"), "", "", ""])[:3]
-        if any(p.returncode != 0 for p in started) or not server.strip():
+        if self._socket_info is not None and path == self.preferred:
+            answered, self._socket_info = self._socket_info.answer(), None
+            client, (server, status) = "", answered or ("", "")
+        else:
+            started = self._context_probes.pop(path, None)
+            if started is None:
+                return None
+            info, = _close(started)
+            client, server, status = ([*info.split("\n"), "", "", ""])[:3]
+            server = server if started[0].returncode == 0 else ""
+        if not server.strip() or buildx_plugin(self.env) is None:
             return None
-        self.answers[path] = EngineBuilderAnswer(self.context, inspect, image_store(status))
+        self.answers[path] = EngineBuilderAnswer(self.context, image_store(status), server.strip())
         return DockerClient(path=path, version=client.strip(), buildx=True)
 
     def client(self, backend: str | None = None) -> DockerClient:
@@ -293,8 +353,13 @@ class StreamingProcess:
                  redact: Sequence[str] = ()) -> None:
         self.started = time.monotonic()
         self._log = open(log_path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by wait()
-        self._proc = subprocess.Popen(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, errors="replace", bufsize=1)
+        try:
+            self._proc = subprocess.Popen(list(argv), env=dict(env), stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
+        except OSError as exc:
+            # The client is not run before a build on a local engine (ClientProbe asks the engine's socket).
+            self._log.close()
+            raise EngineError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         self._copier = threading.Thread(target=self._copy, args=(echo, tuple(s for s in redact if s)), daemon=True)
         self._copier.start()
 
@@ -340,29 +405,3 @@ def run_streaming(argv: Sequence[str], env: Mapping[str, str], log_path: Path, e
 
 def _last_line(proc: subprocess.CompletedProcess, default: str = "failed") -> str:
     return ((proc.stderr or "").strip().splitlines() or (proc.stdout or "").strip().splitlines() or [default])[-1]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

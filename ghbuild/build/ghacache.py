@@ -25,10 +25,10 @@ class BuilderInfo(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def buildkit(self) -> str: ...
+    def buildkit(self) -> str | None: ...
 
 
-def version_tuple(text: str) -> tuple[int, int, int] | None:
+def version_tuple(text: str | None) -> tuple[int, int, int] | None:
     """(major, minor, patch) of "v0.13.2", "0.21.1+ds1-3" or "github.com/docker/buildx v0.21.0 abc";
     None for an unknown version (Debian's BuildKit reports "v0.0.0+unknown")."""
     match = re.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
@@ -51,6 +51,11 @@ def service(env: Mapping[str, str]) -> str | None:
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def needs_buildkit_version(env: Mapping[str, str]) -> bool:
+    """Whether `problem` reads the builder's BuildKit version here (the v2 service needs a current one)."""
+    return bool(env.get("ACTIONS_RUNTIME_TOKEN")) and service(env) == "v2"
 
 
 def problem(env: Mapping[str, str], builder: BuilderInfo, buildx_version: str = "") -> str | None:

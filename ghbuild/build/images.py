@@ -5,16 +5,39 @@ from __future__ import annotations
 import io
 import subprocess
 import tarfile
+import threading
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from ghbuild.errors import EngineError, require
+from ghbuild.errors import EngineError, GhbuildError, require
 from ghbuild.registry.credentials import docker_config_file
+
+_clients: dict[tuple, Any] = {}
+_clients_lock = threading.Lock()
 
 
 def docker_sdk(env: Mapping[str, str], timeout: int = 60):
     """A Docker SDK client with `docker.from_env()` semantics on `env` (DOCKER_HOST, DOCKER_TLS_VERIFY,
     DOCKER_CERT_PATH) and registry auth from that environment's client config, credential helpers
-    (credsStore, credHelpers) included; imported only when needed."""
+    (credsStore, credHelpers) included; imported only when needed. One per environment: making one asks the
+    engine its API version (a round trip), and a build reads its image two or three times."""
+    key = (tuple(sorted(env.items())), timeout)
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = _new_client(env, timeout)
+        return _clients[key]
+
+
+def warm(env: Mapping[str, str]) -> None:
+    """Import the SDK and make `env`'s client now (on a thread, while a build runs): the reads after it find
+    them ready. A missing extra or an engine that does not answer is said by those reads."""
+    try:
+        docker_sdk(env)
+    except GhbuildError:
+        pass
+
+
+def _new_client(env: Mapping[str, str], timeout: int):
     docker = require("docker", "docker", "talking to the Docker engine")
 
     try:

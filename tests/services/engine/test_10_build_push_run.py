@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import time
 
 from fakes.oci import MANIFEST_TYPES
@@ -15,7 +16,11 @@ def test_report_names_the_pushed_image(first_build, session):
     report = first_build.report
     assert report["pushed"] is True
     assert report["backend"] == "buildx"
-    assert report["builder"].startswith("default (docker driver")
+    # The engine's own builder: its BuildKit is the engine's, named by the engine's version (buildx inspect, a
+    # second Go client before the build, is not run for it).
+    engine = subprocess.run([session.docker, "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                            text=True, env=session.base_env, check=True).stdout.strip()
+    assert report["builder"] == f"default (docker driver, the BuildKit of engine {engine}, containerd image store)"
     assert report["target"] == "runtime"
     assert report["digest"].startswith("sha256:") and len(report["digest"]) == 71
     tag = f"{session.registry.host}/ghbuild-test-{session.sid}/cpu:{session.sha('first')}-x86_64"

@@ -1,0 +1,48 @@
+"""Reading a built image: one Docker SDK client per environment, made while the build runs."""
+
+from __future__ import annotations
+
+import threading
+
+from ghbuild.build import images
+
+
+def test_one_sdk_client_per_environment_made_once_even_from_two_threads(monkeypatch):
+    """Making a client asks the engine its API version (a round trip); a build reads its image two or three
+    times, and the client is made beside the build on another thread (images.warm)."""
+    made: list[dict] = []
+    gate = threading.Event()
+
+    def new_client(env, timeout):
+        made.append(dict(env))
+        gate.wait(5)
+        return object()
+
+    monkeypatch.setattr(images, "_clients", {})
+    monkeypatch.setattr(images, "_new_client", new_client)
+    env = {"DOCKER_HOST": "unix:///run/docker.sock"}
+    warming = threading.Thread(target=images.warm, args=(env,))
+    warming.start()
+    reader = threading.Thread(target=images.docker_sdk, args=(dict(env),))
+    reader.start()
+    gate.set()
+    warming.join()
+    reader.join()
+    assert images.docker_sdk(env) is images.docker_sdk(dict(env)) and len(made) == 1
+    other = images.docker_sdk({"DOCKER_HOST": "tcp://127.0.0.1:2376"})
+    assert other is not images.docker_sdk(env) and len(made) == 2     # another engine, its own client
+
+
+def test_a_client_that_cannot_run_is_one_line_not_a_traceback(tmp_path):
+    """A build on a local engine runs the client first as the build itself: one that cannot start (a wrong
+    architecture, a missing interpreter) is an EngineError naming it."""
+    import pytest
+
+    from ghbuild.build import engine
+    from ghbuild.errors import EngineError
+
+    broken = tmp_path / "docker"
+    broken.write_text("#!/nonexistent/interpreter\n")
+    broken.chmod(0o755)
+    with pytest.raises(EngineError, match=rf"^cannot run {broken}: No such file or directory$"):
+        engine.run_streaming([str(broken), "buildx", "build", "."], {}, tmp_path / "build.log")
