@@ -263,42 +263,12 @@ def test_bad_context_answers_are_asked_again_the_classic_way_for_the_reason(tmp_
 @pytest.fixture
 def engine_socket(tmp_path):
     """A Docker engine API on a unix socket answering `GET /info` as dockerd does (the requests kept)."""
-    import http.server
-    import json
-    import socketserver
-    import threading
+    from fakes.engine_socket import EngineSocket
 
-    asked: list[str] = []
     info = {"ServerVersion": "26.1.5+dfsg1", "Driver": "overlayfs",
             "DriverStatus": [["driver-type", "io.containerd.snapshotter.v1"]]}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            asked.append(self.path)
-            body = json.dumps(info).encode() if self.path == "/info" else b'{"message":"page not found"}'
-            self.send_response(200 if self.path == "/info" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Api-Version", "1.45")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-        daemon_threads = True
-
-        def get_request(self):      # a unix peer has no address; BaseHTTPRequestHandler wants one
-            request, _ = super().get_request()
-            return request, ("local", 0)
-
-    path = str(tmp_path / "docker.sock")
-    server = Server(path, Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield SimpleNamespace(path=path, asked=asked, info=info)
-    server.shutdown()
-    server.server_close()
+    with EngineSocket(tmp_path / "docker.sock", {"/info": (200, info)}) as engine:
+        yield SimpleNamespace(path=str(engine.path), asked=engine.asked, info=info)
 
 
 def test_the_engine_behind_a_local_socket_is_asked_directly_not_through_the_client(tmp_path, monkeypatch,

@@ -46,3 +46,30 @@ def test_a_client_that_cannot_run_is_one_line_not_a_traceback(tmp_path):
     broken.chmod(0o755)
     with pytest.raises(EngineError, match=rf"^cannot run {broken}: No such file or directory$"):
         engine.run_streaming([str(broken), "buildx", "build", "."], {}, tmp_path / "build.log")
+
+
+def test_a_local_engines_image_is_read_through_its_socket_without_the_sdk(tmp_path, monkeypatch):
+    """buildx's iidfile holds the config digest (the classic store's id); the containerd store knows the image by
+    its manifest digest: the first candidate the engine has is the id. Its history comes oldest first."""
+    import pytest
+    from fakes.engine_socket import EngineSocket
+
+    from ghbuild.errors import EngineError
+
+    config, manifest = "sha256:" + "c" * 64, "sha256:" + "m" * 64
+    history = [{"Id": manifest, "CreatedBy": "RUN b", "Size": 20}, {"Id": "<missing>", "CreatedBy": "FROM a",
+                                                                      "Size": 10}]
+    routes = {f"/images/{manifest}/json": (200, {"Id": manifest}), f"/images/{manifest}/history": (200, history),
+              "/images/127.0.0.1:5000/app:broken/json": (500, {"message": "content digest not found"})}
+    monkeypatch.setattr(images, "docker_sdk", lambda *a: pytest.fail("the SDK was used"))
+    with EngineSocket(tmp_path / "docker.sock", routes) as engine:
+        env = {"DOCKER_HOST": engine.url}
+        assert images.local_image_id(env, [config, "", manifest]) == manifest
+        assert images.image_history(env, manifest) == history[::-1]
+        assert images.local_image_id(env, [config]) is None
+        with pytest.raises(EngineError, match=r"^docker image inspect 127\.0\.0\.1:5000/app:broken: content "
+                                              r"digest not found$"):
+            images.local_image_id(env, ["127.0.0.1:5000/app:broken"])
+    assert engine.asked[:3] == [f"/images/{config}/json", f"/images/{manifest}/json", f"/images/{manifest}/history"]
+    with pytest.raises(EngineError, match=r"^docker history x: the Docker engine at unix://\S+ does not answer"):
+        images.image_history({"DOCKER_HOST": engine.url}, "x")

@@ -350,8 +350,8 @@ SDK_WARM_AFTER = 0.5     # seconds into the build: its docker client and BuildKi
 def _build(report: BuildReport, ctx: BuildRun, command: buildcmd.BuildCommand, echo: bool) -> str:
     """Run the build; record its time, the per-stage timings from its log and the image id. Returns the log."""
     log_path = ctx.workdir / "build.log"
-    # The Docker SDK (what reads the built image afterwards) loads and asks the engine its API version while the
-    # build runs, once its client started: tens of milliseconds off the build's end.
+    # An engine not on a local socket is read through the Docker SDK afterwards: it loads and asks the engine its
+    # API version while the build runs, once its client started, tens of milliseconds off the build's end.
     warm = threading.Timer(SDK_WARM_AFTER, images.warm, args=(ctx.env,))
     warm.daemon = True
     warm.start()

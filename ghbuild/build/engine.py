@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ghbuild.errors import EngineError
+from ghbuild.http import unix
 from ghbuild.registry.credentials import docker_config_file, read_docker_config
 
 
@@ -93,29 +93,6 @@ def engine_socket(env: Mapping[str, str], context: str | None) -> str | None:
     return host.removeprefix("unix://") if host.startswith("unix://") else None
 
 
-def _unix_get_json(path: str, url: str, timeout: float) -> dict | None:
-    """GET `url` from the HTTP server on unix socket `path`: its JSON object, or None (no answer, not 200, not
-    a JSON object). http.client is imported here, on the caller's thread (SocketInfo's)."""
-    import http.client
-
-    class Connection(http.client.HTTPConnection):
-        def connect(self) -> None:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.settimeout(timeout)
-            self.sock.connect(path)
-
-    conn = Connection("docker", timeout=timeout)
-    try:
-        conn.request("GET", url)
-        answer = conn.getresponse()
-        data = json.loads(answer.read()) if answer.status == 200 else None
-    except (OSError, ValueError, http.client.HTTPException):
-        return None
-    finally:
-        conn.close()
-    return data if isinstance(data, dict) else None
-
-
 class SocketInfo:
     """The engine's `GET /info` through its unix socket, asked on a thread of its own: what the CLI's `docker
     info` tells a build on the engine's own builder (the engine answers, its version, its image store) without a
@@ -128,7 +105,11 @@ class SocketInfo:
         self._thread.start()
 
     def _ask(self, path: str, timeout: float) -> None:
-        self.info = _unix_get_json(path, "/info", timeout)
+        try:
+            status, info = unix.get_json(path, "/info", timeout)
+        except OSError:
+            return
+        self.info = info if status == 200 and isinstance(info, dict) else None
 
     def answer(self) -> tuple[str, str] | None:
         """(engine version, DriverStatus as JSON), or None when the engine did not answer."""

@@ -1,4 +1,5 @@
-"""Reading built images on the engine through the Docker SDK (the docker extra): ids, history, files."""
+"""Reading built images on the engine: ids and history from a local engine's socket, else (and files, tags)
+through the Docker SDK (the docker extra)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import tarfile
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
+from ghbuild.build.engine import engine_socket
 from ghbuild.errors import EngineError, GhbuildError, require
+from ghbuild.http import unix
 from ghbuild.registry.credentials import docker_config_file
 
 _clients: dict[tuple, Any] = {}
@@ -30,7 +34,10 @@ def docker_sdk(env: Mapping[str, str], timeout: int = 60):
 
 def warm(env: Mapping[str, str]) -> None:
     """Import the SDK and make `env`'s client now (on a thread, while a build runs): the reads after it find
-    them ready. A missing extra or an engine that does not answer is said by those reads."""
+    them ready. A missing extra or an engine that does not answer is said by those reads. Nothing for a
+    local socket's engine, whose reads need no SDK."""
+    if engine_socket(env, "default") is not None:
+        return
     try:
         docker_sdk(env)
     except GhbuildError:
@@ -50,10 +57,40 @@ def _new_client(env: Mapping[str, str], timeout: int):
     return client
 
 
+def _socket_get(env: Mapping[str, str], url: str, what: str) -> tuple[int, Any] | None:
+    """(status, JSON) of `GET url` from the engine on its local unix socket, as docker.from_env reaches it
+    (DOCKER_HOST unset or unix://), read without the SDK; None: another endpoint, which the SDK reads."""
+    path = engine_socket(env, "default")
+    if path is None:
+        return None
+    try:
+        return unix.get_json(path, url)
+    except OSError as exc:
+        raise EngineError(f"{what}: the Docker engine at unix://{path} does not answer ({exc})") from None
+
+
+def _image_url(ref: str, tail: str) -> str:
+    return f"/images/{quote(ref, safe='/:@')}/{tail}"
+
+
 def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | None:
     """The id the engine knows a built image by: the first candidate it finds (buildx's iidfile holds the
     config digest, which the classic image store uses as the id; the containerd image store uses the
     manifest digest). None when the engine has none of them (an image not loaded)."""
+    for candidate in filter(None, candidates):
+        what = f"docker image inspect {candidate}"
+        answer = _socket_get(env, _image_url(candidate, "json"), what)
+        if answer is None:
+            return _sdk_image_id(env, candidates)
+        status, data = answer
+        if status == 200 and isinstance(data, dict) and data.get("Id"):
+            return str(data["Id"])
+        if status != 404:
+            raise EngineError(f"{what}: {unix.message(data, status)}")
+    return None
+
+
+def _sdk_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | None:
     docker = require("docker", "docker", "reading built images")
     api = docker_sdk(env).api
     for candidate in candidates:
@@ -100,6 +137,13 @@ def keep_latest(env: Mapping[str, str], image_id: str, tag: str, docker_cli: str
 
 def image_history(env: Mapping[str, str], image_id: str) -> list[dict]:
     """The image's history entries, oldest first."""
+    answer = _socket_get(env, _image_url(image_id, "history"), f"docker history {image_id}")
+    if answer is not None:
+        status, data = answer
+        if status == 200 and isinstance(data, list):
+            return list(reversed(data))
+        if "snapshot" not in unix.message(data, status):
+            raise EngineError(f"docker history {image_id}: {unix.message(data, status)}")
     docker = require("docker", "docker", "reading an image's history")
     client = docker_sdk(env)
     try:
