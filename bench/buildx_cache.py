@@ -5,7 +5,11 @@ Three rows, each run by both tools one after the other in this one process (the 
 `--reps` repetitions (default 2) with fresh repositories and S3 prefixes each, the tools taking turns to go first:
   cold            a pruned builder, no local images, a fresh registry cache ref and a fresh S3 prefix;
   registry cache  `docker builder prune -af` and the local images removed (a fresh runner), then a rebuild that
-                  imports the registry cache (mode=max) the cold build exported;
+                  imports a registry cache (mode=max) a cold build exported: the same one for every tool (the
+                  first cold build's of the repetition, put in each tool's cache ref before each rebuild).
+                  Two cold builds of one Dockerfile do not export the same cache: one held 57 records and 14
+                  layers, the other 31 and 10, and the rebuild from the larger spent 0.15 s more importing
+                  and exporting it, whichever command ran it;
   sccache only    pruned again and no layer cache at all (no cache flags): every step runs, the compiles
                   served by sccache from the S3 prefix the cold build filled.
 "plain" is the command ghbuild itself would run (`ghbuild build --dry-run` prints it), with the same
@@ -26,6 +30,7 @@ Goal: ghbuild within 1.05x of the plain command on every row.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -96,6 +101,16 @@ def fresh_runner(env: dict[str, str], repos: list[str]) -> None:
         docker(env, "image", "rm", "-f", *mine)
 
 
+def settle(timeout: float = 60) -> None:
+    """Wait for what a configured build leaves running when it exits (the audit stage's previous image removed
+    by a detached `docker image rm`), so that the next build, whichever tool's, does not share the engine with
+    it: without this, the tool that ran after "ghbuild" paid for its leftovers."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and subprocess.run(["pgrep", "-f", " image rm sha256:"],
+                                                         capture_output=True).returncode == 0:
+        time.sleep(0.1)
+
+
 def context_flags(sha: str) -> list[str]:
     return ["--event", "push", "--repository", "ghbuild/ghbuild", "--ref", "main", "--default-branch", "main",
             "--sha", sha]
@@ -145,6 +160,17 @@ class Tool:
                      f"{(proc.stderr.strip().splitlines() or ['(no output)'])[-1]}")
         return seconds, proc.stderr
 
+    @functools.cached_property
+    def cache_ref(self) -> tuple[str, str, str]:
+        """(host, repository, tag) of the registry cache this tool's builds import and export."""
+        dry = subprocess.run([*self.ghbuild_argv(uuid.uuid4().hex + "0" * 8, "--dry-run"), "--json"], env=self.env,
+                             cwd=ROOT, capture_output=True, text=True, check=True)
+        ref = next(part.removeprefix("ref=") for entry in json.loads(dry.stdout)["cache_from"]
+                   if entry.startswith("type=registry") for part in entry.split(",") if part.startswith("ref="))
+        host, _, path = ref.partition("/")
+        repo, _, tag = path.rpartition(":")
+        return host, repo, tag
+
     def plain_argv(self, env: dict[str, str], sha: str, workdir: Path) -> list[str]:
         """The command ghbuild would run, from its dry run, with a real secret file and output paths."""
         dry = subprocess.run(self.ghbuild_argv(sha, "--dry-run"), env=env, cwd=ROOT, capture_output=True, text=True)
@@ -166,6 +192,27 @@ class Tool:
         return out
 
 
+class CacheSnapshot:
+    """One tool's registry cache as a cold build exported it, put back into any tool's cache ref before a rebuild
+    (its blobs mounted across repositories on the one registry), so every rebuild imports the same cache."""
+
+    def __init__(self, source: Tool) -> None:
+        from ghbuild.registry.client import Registry
+
+        host, self.repo, self.tag = source.cache_ref
+        self.registry = Registry(host, None)
+        self.manifest = self.registry.get_manifest(self.repo, self.tag)
+
+    def put(self, tool: Tool) -> None:
+        _, repo, tag = tool.cache_ref
+        if repo != self.repo:
+            for blob in self.manifest.blobs():
+                location = self.registry.mount_blob(repo, blob.digest, self.repo)
+                if location is not None:
+                    sys.exit(f"bench: {blob.digest[:19]} did not mount into {repo}")
+        self.registry.put_manifest(repo, tag, self.manifest.raw, self.manifest.media_type)
+
+
 def sccache_secret(env: dict[str, str]) -> str:
     """The `ghbuild_sccache` secret a trusted build gets (the same preflight ghbuild runs)."""
     from ghbuild.build import sccache
@@ -184,8 +231,8 @@ def main() -> int:
                         help="runs of each row after the cold one per repetition, the tools alternating (a 2 s "
                              "rebuild needs many samples on a noisy machine; the cold build needs one)")
     parser.add_argument("--without-configured", action="store_true",
-                        help="run only lean and plain: ghbuild as configured leaves work behind it (its cache "
-                             "mount's save, the audit's stage image) that the next build on the machine shares")
+                        help="run only lean and plain, the goal's columns (ghbuild as configured leaves the "
+                             "removal of the audit's previous stage image running; the bench waits for it)")
     parser.add_argument("--rows", default=",".join(ROWS),
                         help="rows to run, comma separated (a row other than cold runs after a cold build)")
     args = parser.parse_args()
@@ -207,12 +254,18 @@ def main() -> int:
                 if rep % 2:
                     tools.reverse()
                 repos = [tool.repo for tool in tools]
+                snapshot = None
                 for row in ("cold", *rows) if "cold" not in rows else rows:
                     times = 1 if row == "cold" else args.rebuilds
                     for tool in [t for n in range(times) for t in (tools if n % 2 == 0 else tools[::-1])]:
+                        if row == "registry cache":
+                            snapshot = snapshot or CacheSnapshot(tools[0])
+                            snapshot.put(tool)
                         fresh_runner(env, repos)
                         sha = uuid.uuid4().hex + uuid.uuid4().hex[:8]
                         seconds, log = tool.run(row, sha, Path(tmp))
+                        if tool.name == "ghbuild":
+                            settle()
                         results.setdefault((row, tool.name), []).append(seconds)
                         stages = {name: t.seconds for name, t in buildlog.stage_timings(log).items()}
                         for name, value in stages.items():
