@@ -12,6 +12,10 @@ Rows, side by side in one run (`--repeats` rounds, the order flipping per round,
   (b) skopeo: `skopeo copy` per arch, then the manifest list by an HTTP PUT (skopeo 1.9 cannot make one);
   (c) `ghbuild publish nightly`; its peak RSS is its own process's maxrss (wait4);
   (d) the floor: the hub's ingest alone, one `curl -T <file>` PUT per blob from the cached files, all at once;
+  (g) (d) with the source serving the same bytes: the same PUTs (from the staging registry's own files) while
+      `curl -o /dev/null` GETs every blob from the staging registry, all at once. A copy between two registries
+      cannot take less than this on one machine: the source's serving and the target's ingest share its cores
+      (ghbuild's own work is the difference between (c) and (g));
   (e) (c) with the hub behind tests/fakes/faultproxy.py, which resets the connection of the first PATCH of a
       big layer at 60 % of its bytes: bytes sent in all (the proxy's count of upload bodies) over the image
       size, and whether ghbuild resumed the blob or sent it again whole. The local registries are distribution
@@ -64,10 +68,10 @@ MIB = pc.MIB
 CACHE_DIR = pc.CACHE_DIR.with_name("ghbuild-bench-publish-big")
 BASE_MIB = 32
 CUT = 0.6
-TOOLS = ("skopeo", "ghbuild", "floor")
+TOOLS = ("skopeo", "ghbuild", "floor", "source")
 LABEL = {"skopeo": "(b) skopeo copy + list PUT", "ghbuild": "(c) ghbuild publish nightly",
          "floor": "(d) floor: hub ingest alone, curl", "cut": "(e) (c), one upload cut at 60 %",
-         "resume": "(f) big blob cut, resumable target"}
+         "resume": "(f) big blob cut, resumable target", "source": "(g) (d) + staging serving (curl GET)"}
 GOAL_FLOOR, GOAL_SKOPEO, GOAL_RSS, GOAL_RESENT = 1.1, 0.8, 150e6, 1.0
 RESUMED_SLACK = 16 * MIB          # a resumed upload may re-send what was in flight at the cut
 STATS_RE = re.compile(r"uploads cut: (\d+) resumed, (\d+) sent again whole, ([\d,]+) bytes sent in all")
@@ -124,8 +128,23 @@ class BigBench(pc.Bench):
         self.cuts[m.tool] = cut_counts(entries, blob.size, stats.resumed_blobs, stats.resent_blobs, stats.sent_bytes,
                                        blob.size)
 
+    def tool_source(self, m: pc.Measurement, sp: int, hp: int) -> None:
+        """(g) The floor's PUTs, from the staging registry's files (the copy in the page cache), while curl GETs
+        every blob from the staging registry to /dev/null."""
+        blobs = [(digest, self.staged_file(digest) or path) for digest, path in self.floor_blobs(m.scenario)]
+        gets = [[self.curl, "-sS", "--fail", "-o", "/dev/null",
+                 f"http://127.0.0.1:{sp}/v2/{self.staging_repo}/blobs/{digest}"] for digest, _ in blobs]
+        self._ingest_floor(m, hp, blobs, beside=gets)
+
+    @staticmethod
+    def staged_file(digest: str) -> Path | None:
+        """The staging registry's own file of a blob (its filesystem storage), if it holds one."""
+        hexa = digest.removeprefix("sha256:")
+        path = registry_dir("staging") / "data/docker/registry/v2/blobs/sha256" / hexa[:2] / hexa / "data"
+        return path if path.is_file() else None
+
     def verify(self, m: pc.Measurement) -> None:
-        if m.tool != "resume":        # not a publish: tool_resume checked the blob arrived whole
+        if m.tool not in ("resume", "source"):    # not publishes: their tool checked every blob arrived
             super().verify(m)
 
     def measure(self, scenario: int, tool: str, run: int, counted: bool) -> pc.Measurement:
@@ -144,12 +163,12 @@ class BigBench(pc.Bench):
         cached files, every other tool the staging registry's copy of the layers. Each run then starts with its
         source in memory and the same free memory for the hub's writes (8.7 GB); with both copies cached, the
         hub's writes pushed one of them out mid-run, from under whichever tool read it."""
-        root = registry_dir("staging") / "data" / "docker" / "registry" / "v2" / "blobs" / "sha256"
         buf, t0 = bytearray(4 * MIB), time.monotonic()
         for img in self.images.values():
             for layer in img.layers:
-                hexa = layer["digest"].removeprefix("sha256:")
-                staged, cached = root / hexa[:2] / hexa / "data", Path(layer["path"])
+                staged, cached = self.staged_file(layer["digest"]), Path(layer["path"])
+                if staged is None:
+                    raise pc.BenchError(f"staging holds no file for {layer['digest'][:19]}")
                 read, drop = (cached, staged) if tool == "floor" else (staged, cached)
                 with open(drop, "rb", buffering=0) as f:
                     os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
@@ -283,16 +302,23 @@ def verdicts(bench: BigBench, median: dict[str, float], found: dict[str, list[pc
         ratio = g / median["floor"]
         out.append((ratio <= GOAL_FLOOR, f"ghbuild takes {ratio:.2f}x the hub's ingest floor, "
                                          f"{g - median['floor']:+.1f} s (goal <= {GOAL_FLOOR}x)"))
+    if g and "source" in median and "floor" in median:
+        out.append((None, f"ghbuild takes {g / median['source']:.2f}x (g), {g - median['source']:+.1f} s: the hub's "
+                          "ingest with the staging registry serving the same bytes beside it, what any copy between "
+                          f"the two costs this machine; (g) itself is {median['source'] / median['floor']:.2f}x the "
+                          "floor"))
     if g and "skopeo" in median:
         ratio = g / median["skopeo"]
         out.append((ratio <= GOAL_SKOPEO, f"ghbuild takes {ratio:.2f}x skopeo's time, {g - median['skopeo']:+.1f} s "
                                           f"(goal <= {GOAL_SKOPEO}x)"))
     if "ghbuild" in found and "floor" in found:
         work = {t: statistics.median(sum(m.cpu.get(k, 0.0) for k in ("tool", "staging", "hub")) for m in found[t])
-                for t in ("ghbuild", "floor")}
+                for t in ("ghbuild", "floor", "source") if t in found}
+        source = (f", curl + staging + hub in (g) {work['source']:.1f} = {work['source'] / work['floor']:.2f}x"
+                  if "source" in work else "")
         out.append((None, f"in CPU seconds, what the wall time follows on a saturated machine: "
                           f"ghbuild + staging + hub {work['ghbuild']:.1f}, curl + hub {work['floor']:.1f} = "
-                          f"{work['ghbuild'] / work['floor']:.2f}x the floor; other processes used "
+                          f"{work['ghbuild'] / work['floor']:.2f}x the floor{source}; other processes used "
                           f"{statistics.median(m.cpu['others'] for m in found['ghbuild']):.1f} and "
                           f"{statistics.median(m.cpu['others'] for m in found['floor']):.1f} CPU s during them"))
     runs = found.get("ghbuild", []) + found.get("cut", [])

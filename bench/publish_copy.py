@@ -70,7 +70,7 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -730,14 +730,17 @@ class Bench:
             return
         self._ingest_floor(m, hp)
 
-    def _ingest_floor(self, m: Measurement, hp: int) -> None:
+    def _ingest_floor(self, m: Measurement, hp: int, blobs: list[tuple[str, Path]] | None = None,
+                      beside: Sequence[Sequence[str]] = ()) -> None:
         """(d) One POST and one `curl -T <file>` PUT ?digest= per missing blob, all at once: the hub receives,
-        hashes and stores exactly what a publish makes it receive, with nothing else running."""
+        hashes and stores exactly what a publish makes it receive, with nothing else running (`beside`: other
+        commands started with the PUTs and waited for with them)."""
         hub, deadline = registry(hp), time.monotonic() + TOOL_TIMEOUT
-        blobs = self.floor_blobs(m.scenario)
+        blobs = blobs or self.floor_blobs(m.scenario)
         t0 = time.monotonic()
-        procs = []
+        procs: list[subprocess.Popen] = []
         try:
+            procs += [subprocess.Popen(list(argv), stderr=subprocess.PIPE, text=True) for argv in beside]
             for digest, path in blobs:
                 location = hub.upload_url(m.repo)
                 url = f"{location}{'&' if '?' in location else '?'}digest={digest}"
