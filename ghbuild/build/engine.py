@@ -114,10 +114,9 @@ class SocketInfo:
     def answer(self) -> tuple[str, str] | None:
         """(engine version, DriverStatus as JSON), or None when the engine did not answer."""
         self._thread.join()
-        version = (self.info or {}).get("ServerVersion")
-        if not isinstance(version, str) or not version:
-            return None
-        return version, json.dumps(self.info.get("DriverStatus") if self.info else None)
+        info = self.info or {}
+        version = info.get("ServerVersion")
+        return (version, json.dumps(info.get("DriverStatus"))) if isinstance(version, str) and version else None
 
 
 # Where the docker CLI looks for a plugin (docker/cli, cli-plugins/manager): the config file's
