@@ -126,6 +126,20 @@ def _is_host(component: str) -> bool:
     return "." in component or ":" in component or component == "localhost"
 
 
+def is_image_reference(ref: str) -> bool:
+    """True for what an engine knows an image by: an id (`sha256:<64 hex>`), `name@sha256:<64 hex>` or
+    `name[:tag]`, each part valid by the reference grammar (no `..`, `?`, `%` or other URL syntax)."""
+    if DIGEST_RE.match(ref) or is_digest_ref(ref):
+        return True
+    slash, colon = ref.rfind("/"), ref.rfind(":")
+    name, tag = (ref[:colon], ref[colon + 1:]) if colon > slash else (ref, "latest")
+    try:
+        validate_repository(name)
+    except InvalidReferenceError:
+        return False
+    return bool(TAG_RE.match(tag))
+
+
 def is_digest_ref(ref: str) -> bool:
     """True for `name@sha256:<64 hex>` with a valid repository name."""
     name, sep, digest = ref.partition("@")

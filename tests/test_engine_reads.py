@@ -73,3 +73,34 @@ def test_a_local_engines_image_is_read_through_its_socket_without_the_sdk(tmp_pa
     assert engine.asked[:3] == [f"/images/{config}/json", f"/images/{manifest}/json", f"/images/{manifest}/history"]
     with pytest.raises(EngineError, match=r"^docker history x: the Docker engine at unix://\S+ does not answer"):
         images.image_history({"DOCKER_HOST": engine.url}, "x")
+
+
+def test_no_ref_that_is_not_an_image_reference_reaches_the_engine_api(tmp_path):
+    """The refs read come from buildx's files and the plan's tags, which the config validates; at the engine's
+    edge too, nothing that is not an image reference becomes part of a URL: `..`, `?` or `%2f` would reach
+    another endpoint of the engine (its containers, its secrets) with the runner's access."""
+    import pytest
+    from fakes.engine_socket import EngineSocket
+
+    from ghbuild import naming
+    from ghbuild.errors import EngineError
+
+    good = ["sha256:" + "a" * 64, "127.0.0.1:5000/x/app:abc-x86_64", "127.0.0.1:5000/x/app@sha256:" + "b" * 64,
+            "debian", "localhost:5000/a/b"]
+    bad = ["127.0.0.1:5000/../../containers/json", "127.0.0.1:5000/x/app:t?all=1", "x%2f..%2fsecrets",
+           "127.0.0.1:5000/x/app:../../info", "", "APP/x:t", "x/app:t/../../../containers"]
+    assert [naming.is_image_reference(r) for r in good] == [True] * len(good)
+    assert [naming.is_image_reference(r) for r in bad] == [False] * len(bad)
+    with EngineSocket(tmp_path / "docker.sock", {}) as engine:
+        env = {"DOCKER_HOST": engine.url}
+        for ref in bad[:4]:
+            with pytest.raises(EngineError, match="is not an image reference"):
+                images.local_image_id(env, [ref])
+            with pytest.raises(EngineError, match="is not an image reference"):
+                images.image_history(env, ref)
+    assert engine.asked == []
+    tcp = {"DOCKER_HOST": "tcp://127.0.0.1:9"}            # an engine the SDK reads: refused before it too
+    with pytest.raises(EngineError, match="is not an image reference"):
+        images.local_image_id(tcp, ["sha256:" + "a" * 64, bad[0]])
+    with pytest.raises(EngineError, match="is not an image reference"):
+        images.image_history(tcp, bad[1])

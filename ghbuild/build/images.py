@@ -14,6 +14,7 @@ from urllib.parse import quote
 from ghbuild.build.engine import engine_socket
 from ghbuild.errors import EngineError, GhbuildError, require
 from ghbuild.http import unix
+from ghbuild.naming import is_image_reference
 from ghbuild.registry.credentials import docker_config_file
 
 _clients: dict[tuple, Any] = {}
@@ -69,15 +70,24 @@ def _socket_get(env: Mapping[str, str], url: str, what: str) -> tuple[int, Any] 
         raise EngineError(f"{what}: the Docker engine at unix://{path} does not answer ({exc})") from None
 
 
+def _checked(ref: str) -> str:
+    """`ref`, when it is an image reference: nothing else becomes part of an engine API path, through the socket
+    or the SDK (`..` or `?` would reach another endpoint of the engine, with the runner's access)."""
+    if not is_image_reference(ref):
+        raise EngineError(f"{ref!r} is not an image reference (name[:tag], name@sha256:..., or an image id)")
+    return ref
+
+
 def _image_url(ref: str, tail: str) -> str:
-    return f"/images/{quote(ref, safe='/:@')}/{tail}"
+    return f"/images/{quote(_checked(ref), safe='/:@')}/{tail}"
 
 
 def local_image_id(env: Mapping[str, str], candidates: Sequence[str]) -> str | None:
     """The id the engine knows a built image by: the first candidate it finds (buildx's iidfile holds the
     config digest, which the classic image store uses as the id; the containerd image store uses the
     manifest digest). None when the engine has none of them (an image not loaded)."""
-    for candidate in filter(None, candidates):
+    candidates = [_checked(candidate) for candidate in candidates if candidate]
+    for candidate in candidates:
         what = f"docker image inspect {candidate}"
         answer = _socket_get(env, _image_url(candidate, "json"), what)
         if answer is None:
