@@ -23,8 +23,7 @@ def require_sccache() -> str:
     if found is None:
         if os.environ.get("CI") == "true":
             pytest.fail(MISSING)
-        pytest.skip("needs the real sccache, which `python -m infra up` installs; "
-                    "under CI=true its absence fails instead")
+        pytest.skip(reason=f"{MISSING} (under CI=true its absence fails instead)")
     return found
 
 
