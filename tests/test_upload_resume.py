@@ -67,8 +67,15 @@ def test_without_a_way_to_reopen_the_source_a_cut_is_raised_and_the_session_drop
     proxy.reset("PATCH", r"/blobs/uploads/", after=SIZE // 2)
     with pytest.raises(TransientError):
         client(proxy, []).upload_stream("t/a", DESC, pieces())
-    # the cut left the Location's offset stale: the DELETE it refuses is sent again with the status's
-    assert methods(target) == [("POST", 202), ("PATCH", 0), ("DELETE", 416), ("GET", 204), ("DELETE", 204)]
+    seen = methods(target)
+    if seen[1][0] == "PATCH":
+        # the cut PATCH stored what arrived first: the Location's offset is stale, so the DELETE it refuses is sent
+        # again with the status's
+        assert seen == [("POST", 202), ("PATCH", 0), ("DELETE", 416), ("GET", 204), ("DELETE", 204)]
+    else:
+        # the proxy's upstream PATCH reached the store after the DELETE (a thread scheduled late): the session was
+        # dropped at once, and the late PATCH finds none
+        assert seen[:2] == [("POST", 202), ("DELETE", 204)] and [m for m, _ in seen[2:]] == ["PATCH"], seen
     assert not target.blob(DESC.digest).exists()
 
 
