@@ -84,13 +84,17 @@ def configured_context(env: Mapping[str, str]) -> str | None:
 DEFAULT_SOCKET = "/var/run/docker.sock"
 
 
-def engine_socket(env: Mapping[str, str], context: str | None) -> str | None:
-    """The unix socket of the engine the CLI reaches directly: the `default` context with DOCKER_HOST unset (the
-    default socket) or a unix:// one. Other contexts and endpoints (tcp, ssh, TLS) are left to the CLI."""
-    if context != "default":
-        return None
+def local_socket(env: Mapping[str, str]) -> str | None:
+    """The unix socket DOCKER_HOST names (the default socket when unset), as docker.from_env reaches the engine;
+    None for another endpoint (tcp, ssh, TLS)."""
     host = env.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
     return host.removeprefix("unix://") if host.startswith("unix://") else None
+
+
+def engine_socket(env: Mapping[str, str], context: str | None) -> str | None:
+    """The unix socket of the engine the CLI reaches directly: the `default` context's local socket. Other
+    contexts are left to the CLI."""
+    return local_socket(env) if context == "default" else None
 
 
 class SocketInfo:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from ghbuild.build.engine import engine_socket
+from ghbuild.build.engine import local_socket
 from ghbuild.errors import EngineError, GhbuildError, require
 from ghbuild.http import unix
 from ghbuild.naming import is_image_reference
@@ -37,7 +37,7 @@ def warm(env: Mapping[str, str]) -> None:
     """Import the SDK and make `env`'s client now (on a thread, while a build runs): the reads after it find
     them ready. A missing extra or an engine that does not answer is said by those reads. Nothing for a
     local socket's engine, whose reads need no SDK."""
-    if engine_socket(env, "default") is not None:
+    if local_socket(env) is not None:
         return
     try:
         docker_sdk(env)
@@ -61,7 +61,7 @@ def _new_client(env: Mapping[str, str], timeout: int):
 def _socket_get(env: Mapping[str, str], url: str, what: str) -> tuple[int, Any] | None:
     """(status, JSON) of `GET url` from the engine on its local unix socket, as docker.from_env reaches it
     (DOCKER_HOST unset or unix://), read without the SDK; None: another endpoint, which the SDK reads."""
-    path = engine_socket(env, "default")
+    path = local_socket(env)
     if path is None:
         return None
     try:
