@@ -52,6 +52,17 @@ from .httpserver import LoopbackService, QuietHandler, reply, reply_json
 
 CHUNK = 64 * 1024
 
+
+def in_flight_limit(client_chunk: int) -> int:
+    """The most request-body bytes a client may have handed its kernel past a ``reset``: what the loopback
+    connection's buffers can hold (the client's send buffer and the proxy's receive buffer, each autotuned up to
+    the third field of ``tcp_wmem`` / ``tcp_rmem``), one proxy read and one client chunk. Machines differ: this
+    one lets a receive buffer grow to 32 MiB, where 16 MiB of slack was once enough."""
+    def ceiling(name: str) -> int:
+        with open(f"/proc/sys/net/ipv4/{name}") as sysctl:
+            return int(sysctl.read().split()[2])
+    return ceiling("tcp_wmem") + ceiling("tcp_rmem") + CHUNK + client_chunk
+
 # Hop-by-hop headers (RFC 9110 7.6.1) plus the framing ones the proxy sets itself.
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
                   "te", "trailer", "transfer-encoding", "upgrade", "content-length", "host"})

@@ -12,17 +12,17 @@ import resource
 import uuid
 
 import pytest
-from fakes.faultproxy import FaultProxy
+from fakes.faultproxy import FaultProxy, in_flight_limit
 from fakes.oci import RegistryClient
 from fakes.resumable_registry import ResumableRegistry
 
 from ghbuild.registry.client import Registry
-from ghbuild.registry.copy import CopyStats, copy_blob
+from ghbuild.registry.copy import CHUNK, CopyStats, copy_blob
 from ghbuild.registry.manifest import Descriptor
 
 GIB = 1 << 30
 CUT = 0.6
-SLACK = 16 << 20        # bytes the client may have handed its socket past the cut
+SLACK = in_flight_limit(CHUNK)      # bytes the client may have handed its socket past the cut
 
 
 def generated_blob(reg: RegistryClient, repo: str, size: int, tmp_path) -> Descriptor:
