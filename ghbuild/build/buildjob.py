@@ -171,6 +171,12 @@ def _dockerfile_stages(options: Options, job: Job) -> list[dockerfile.Stage]:
         raise ConfigError(f"{options.config_path}: images.{job.image}.dockerfile: {dockerfile_path} does not exist")
     if not (project / job.context).is_dir():
         raise ConfigError(f"{options.config_path}: images.{job.image}.context: {project / job.context} is not a folder")
+    undeclared = dockerfile.undeclared_from_args(dockerfile_path.read_text("utf-8"))
+    if undeclared:
+        line, instruction, name = undeclared[0]
+        raise ConfigError(f"{job.dockerfile}:{line}: `{instruction}` uses {name}, which no ARG before the first FROM "
+                          f"declares, so FROM sees it empty (an ARG inside a stage is that stage's alone): move "
+                          f"`ARG {name}=<default>` above the first FROM")
     stages = dockerfile.stages(dockerfile_path)
     if job.target and not any(s.name == job.target.lower() for s in stages):
         raise ConfigError(f"images.{job.image}.target: stage {job.target!r} is not in {job.dockerfile} "

@@ -14,6 +14,12 @@ _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<base>\S+)(?:\s+AS\s
 # BuildKit records a stage's ARG too (an empty `ARG NAME=value` entry).
 _NO_HISTORY = {"from", "onbuild"}
 _FROM_REF_RE = re.compile(r"(?:--from=|--mount=\S*?(?<=[=,])from=)([^\s,]+)")
+# A variable in a FROM line: $NAME or ${NAME}, with a ${NAME:-default}-style modifier or without.
+_VARIABLE_RE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?P<modifier>:?[-+][^}]*)?\}|(?P<bare>[A-Za-z_]\w*))")
+_ARG_NAME_RE = re.compile(r"(?:^|\s)([A-Za-z_]\w*)(?==|\s|$)")
+# BuildKit's automatic platform ARGs: in the global scope, so FROM may use them without a declaration.
+AUTOMATIC_ARGS = frozenset({"TARGETPLATFORM", "TARGETOS", "TARGETARCH", "TARGETVARIANT",
+                            "BUILDPLATFORM", "BUILDOS", "BUILDARCH", "BUILDVARIANT"})
 
 
 class Stage(NamedTuple):
@@ -77,6 +83,26 @@ def parse(path: Path) -> tuple[str, list[Stage]]:
         result[-1] = last._replace(history_entries=last.history_entries + counts, uses=uses,
                              text=last.text + line.strip() + "\n")
     return "".join(preamble), result
+
+
+def undeclared_from_args(text: str) -> list[tuple[int, str, str]]:
+    """(1-based line, FROM line, variable) for each variable a FROM line's image uses that no ARG before the first FROM
+    declares: FROM sees only those (an ARG inside a stage is that stage's alone), so BuildKit would expand it to
+    nothing and fail with "base name should not be blank" or an invalid reference. A ``${NAME:-default}``-style
+    use and BuildKit's automatic platform ARGs are fine."""
+    declared, found, seen_from = set(AUTOMATIC_ARGS), [], False
+    for first, _, line in instructions(text):
+        word = line.split(None, 1)[0].lower()
+        if word == "arg" and not seen_from:
+            declared.update(_ARG_NAME_RE.findall(line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else ""))
+        elif word == "from":
+            seen_from = True
+            base = _FROM_RE.match(line)    # the image only: an empty --platform= is the default platform
+            for match in _VARIABLE_RE.finditer(base.group("base") if base else ""):
+                name = match.group("braced") or match.group("bare")
+                if not match.group("modifier") and name not in declared:
+                    found.append((first + 1, " ".join(line.split()), name))
+    return found
 
 
 def parent(stage: Stage, all_stages: list[Stage]) -> Stage | None:

@@ -1,0 +1,74 @@
+"""FROM sees only the ARGs declared before the first FROM. A variable it uses that none declares expands to
+nothing, and BuildKit fails with "base name (${BASE_IMAGE}) should not be blank", after a builder was started and
+the context sent. `ghbuild build` (and `--dry-run`) says so first, naming the file, the line and the fix."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_in_process, write_project
+
+from ghbuild.plan.dockerfile import undeclared_from_args
+
+CONFIG = """\
+[images.app]
+dockerfile = "Dockerfile"
+platforms = ["linux/amd64"]
+"""
+BUILD = ["build", "--image", "app", "--arch", "amd64", "--dry-run", "--event", "push", "--repository",
+         "org/project", "--ref", "main", "--default-branch", "main",
+         "--sha", "0123456789abcdef0123456789abcdef01234567"]
+
+# The mistake an adopter makes: BASE_IMAGE declared after the helper's FROM, so inside that stage only.
+STAGE_SCOPED = """\
+ARG GHBUILD_SCCACHE_IMAGE=ghcr.io/ghbuild/ghbuild-sccache:1
+FROM ${GHBUILD_SCCACHE_IMAGE} AS ghbuild-sccache
+
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${BASE_IMAGE} AS build
+RUN true
+"""
+
+
+@pytest.mark.parametrize("text, found", [
+    (STAGE_SCOPED, [(5, "FROM ${BASE_IMAGE} AS build", "BASE_IMAGE")]),
+    ("FROM debian:$TAG\n", [(1, "FROM debian:$TAG", "TAG")]),
+    ("ARG base_image=x\nFROM ${BASE_IMAGE}\n", [(2, "FROM ${BASE_IMAGE}", "BASE_IMAGE")]),   # names keep case
+    ("FROM a AS one\nARG REG=r\nFROM \\\n  $REG/b\n", [(3, "FROM $REG/b", "REG")]),   # continued: first line
+    ("ARG A=1\nFROM $A\nFROM ${B}/x:${C}\n", [(3, "FROM ${B}/x:${C}", "B"), (3, "FROM ${B}/x:${C}", "C")]),
+])
+def test_variables_no_global_arg_declares_are_found(text, found):
+    assert undeclared_from_args(text) == found
+
+
+@pytest.mark.parametrize("text", [
+    "ARG BASE_IMAGE=debian\nFROM ${BASE_IMAGE}\n",
+    "ARG BASE_IMAGE\nFROM $BASE_IMAGE AS x\n",                          # declared without a default: a build arg
+    "# comment\nARG A=1 B=\"two words\"\nFROM $A\nFROM ${B}\n",          # several in one ARG
+    "arg REG=r\nfrom ${REG}/x\n",                                        # instructions in any case
+    "FROM ${BASE:-debian:bookworm}\n",                                   # a default of its own
+    "FROM --platform=$BUILDPLATFORM golang AS tools\nFROM base-${TARGETARCH}\n",   # BuildKit's automatic ARGs
+    "FROM --platform=${PLATFORM} debian\n",                              # an empty --platform is the default one
+    "FROM scratch\nARG LATER=x\nRUN echo $LATER\n",                      # a stage's ARG used in its stage
+])
+def test_what_from_can_see_passes(text):
+    assert undeclared_from_args(text) == []
+
+
+def test_build_names_the_line_and_the_fix_before_any_engine(tmp_path):
+    root = write_project(tmp_path, CONFIG)
+    (root / "Dockerfile").write_text(STAGE_SCOPED, "utf-8")
+    result = run_in_process(root, *BUILD, env={"GHBUILD_DOCKER_CLI": str(tmp_path / "no-docker-here")})
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "ghbuild: config error: Dockerfile:5: `FROM ${BASE_IMAGE} AS build` uses BASE_IMAGE, which no ARG before the "
+        "first FROM declares, so FROM sees it empty (an ARG inside a stage is that stage's alone): move "
+        "`ARG BASE_IMAGE=<default>` above the first FROM")
+    assert "Traceback" not in result.stderr
+
+
+def test_the_same_dockerfile_with_the_arg_moved_up_gets_past_the_check(tmp_path):
+    root = write_project(tmp_path, CONFIG)
+    fixed = "ARG BASE_IMAGE=debian:bookworm-slim\n" + STAGE_SCOPED.replace("ARG BASE_IMAGE=debian:bookworm-slim\n", "")
+    (root / "Dockerfile").write_text(fixed, "utf-8")
+    result = run_in_process(root, *BUILD, env={"GHBUILD_DOCKER_CLI": str(tmp_path / "no-docker-here")})
+    assert "BASE_IMAGE" not in result.stderr.splitlines()[-1], result.stderr
