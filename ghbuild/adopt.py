@@ -38,9 +38,13 @@ WRAPPER = "/opt/ghbuild/bin/ghbuild-sccache"
 _DOCKERFILE_NAME = re.compile(r"^(Dockerfile|Containerfile)(\..+)?$|^.+\.(Dockerfile|dockerfile|Containerfile)$")
 # A RUN that builds native code: a build system or a compiler in command position (after env
 # assignments), not a package name in `apt-get install g++ cmake`.
-_COMPILES = re.compile(r"(?:^|[;&|('\"]|\bthen|\bdo|\belse)\s*(?:[A-Za-z_]\w*=\S*\s+)*"
-                       r"(?:cmake|make|ninja|meson|cargo|gcc|g\+\+|clang\+\+|clang|cc|c\+\+|rustc|nvcc|hipcc|bazel|"
-                       r"scons)(?![\w.+-])")
+_COMMAND_POSITION = r"(?:^|[;&|('\"]|\bthen|\bdo|\belse)\s*(?:[A-Za-z_]\w*=\S*\s+)*"
+_COMPILERS = r"gcc|g\+\+|clang\+\+|clang|cc|c\+\+|rustc|nvcc|hipcc"
+_COMPILES = re.compile(_COMMAND_POSITION + rf"(?:cmake|make|ninja|meson|cargo|{_COMPILERS}|bazel|scons)(?![\w.+-])")
+# A compiler called by name, not through a build system: the wrapper's launchers (CMake's, Cargo's) never reach
+# it, so init puts the launcher in front. Unquoted: empty when sccache is off, and the compiler runs alone.
+_DIRECT_COMPILER = re.compile(rf"(?P<lead>{_COMMAND_POSITION})(?P<compiler>{_COMPILERS})(?![\w.+-])")
+LAUNCHER = "$GHBUILD_SCCACHE_LAUNCHER"
 _RUN_FLAG = re.compile(r"--[a-z-]+=\S+")
 _SHELL_SYNTAX = set("&|;<>()$`\\\"'*?~#\n")
 _SKIP_FOLDERS = {"node_modules", "vendor", "third_party", "3rdparty"}
@@ -228,20 +232,25 @@ def _command(pieces: list[str]) -> tuple[list[str], list[str]]:
 def wrap_run(pieces: list[str], stage: str, indent: str = "") -> str | None:
     """The RUN through the wrapper: the helper and secret mounts, the RUN's own flags, then
     `ghbuild-sccache run STAGE -- <command>`, a shell command as `sh -c '<command>'` (as RUN runs it),
-    its lines kept. None for a heredoc."""
+    its lines kept, a compiler called by name behind the launcher. None for a heredoc."""
     flags, lines = _command(pieces)
     text = " ".join(lines)
     if not lines or text.startswith("<<"):
         return None
-    if text.startswith("["):
+    exec_form = text.startswith("[")
+    if exec_form:
         try:
             argv = json.loads(text)
         except json.JSONDecodeError:
             return None
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
             return None
-        command = shlex.join(argv)
-    elif not _SHELL_SYNTAX.intersection(text):
+        lines = [shlex.join(argv)]
+    launched = [_DIRECT_COMPILER.sub(rf"\g<lead>{LAUNCHER} \g<compiler>", line) for line in lines]
+    # The launcher is set only inside the wrapper: a line that names it runs in the wrapper's own shell.
+    exec_form = exec_form and launched == lines
+    lines, text = launched, " ".join(launched)
+    if exec_form or not _SHELL_SYNTAX.intersection(text):
         command = text
     elif len(lines) == 1 or "'" in text:
         command = f"sh -c {shlex.quote(text)}"

@@ -305,3 +305,37 @@ def test_a_mode_max_cache_export_is_what_lets_the_audit_reuse_gzip_blobs(tmp_pat
     assert not buildcmd.build_command(min_only, _settings(push=True)).exports_every_stage()
     skipped = buildcmd.build_command(job, _settings(push=True, cache_export_problem="no export"))
     assert not skipped.exports_every_stage()
+
+
+def _stats_line(step: int, stage: str, mode: str, **stats) -> str:
+    data = {"version": 1, "stage": stage, "requested_mode": mode, "mode": mode, "fallbacks": "", "started": 1,
+            "finished": 2, "exit": 0, "sccache": {"stats": {"compile_requests": 0, "requests_not_compile": 0,
+                                                            "requests_not_cacheable": 0, "cache_hits": {"counts": {}},
+                                                            "cache_misses": {"counts": {}}, "not_cached": {},
+                                                            **stats}}}
+    return (f"#{step} [{stage} 4/4] RUN --mount=type=bind,from=ghbuild-sccache,source=/,target=/opt/ghbuild     "
+            f"--mount=type=secret,id=ghbuild_sccache,required=false     /opt/ghbuild/bin/ghbuild-sccache run {stage} "
+            f"-- gcc -O2 -o /widget /src/main.c\n#{step} 1.5 ghbuild-sccache-stats {json.dumps(data)}")
+
+
+@pytest.mark.parametrize("mode, stats, said", [
+    # `ghbuild-sccache run build -- gcc -o app main.c`: the wrapper exports launchers; gcc called directly uses none
+    ("read-write", {}, 'no compiler call reached sccache. CMake and Cargo use it by themselves; a compiler or a '
+                       'Makefile called directly needs it in front: "$GHBUILD_SCCACHE_LAUNCHER gcc -c ...", make '
+                       'CC="$GHBUILD_SCCACHE_LAUNCHER gcc" (docs/building.md: Your Dockerfile)'),
+    # `"$GHBUILD_SCCACHE_LAUNCHER" gcc -o app main.c`: reached it, but a compile and link in one is not cached
+    ("local", {"compile_requests": 1, "requests_not_compile": 1},
+     "1 call(s) reached sccache but none was a compile it can cache: a link, or a compile and link in one command "
+     "(sccache caches `-c` compiles of one source file)"),
+    ("anonymous", {"compile_requests": 2, "requests_not_cacheable": 2, "not_cached": {"multiple input files": 2}},
+     "2 compile(s) sccache cannot cache (multiple input files 2)"),
+    ("off", {}, None),                                            # off: nothing was meant to reach it
+    ("read-write", {"compile_requests": 3, "requests_not_compile": 1, "cache_misses": {"counts": {"C/C++": 2}}},
+     None),                                                       # it cached something: links beside are normal
+])
+def test_a_stage_that_cached_nothing_says_why(mode, stats, said):
+    from ghbuild.build.report import add_sccache_stats
+
+    report = SimpleNamespace(warnings=[])
+    add_sccache_stats(report, SccacheDecision(mode, "ok", {}), _stats_line(7, "build", mode, **stats) + "\n")
+    assert report.warnings == ([f"sccache in stage build: {said}"] if said else [])

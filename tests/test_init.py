@@ -191,3 +191,42 @@ def test_explicit_pin_beats_the_installation():
     assert (pin.repository, pin.ref, pin.source) == ("other/ghbuild", "f" * 40, "--pin")
     with pytest.raises(UsageError):
         adopt.toolkit_pin("other/ghbuild", _Distribution(None))
+
+
+DIRECT_DOCKERFILE = """\
+FROM debian:bookworm AS build
+COPY . /src
+RUN gcc -O2 -c -o /tmp/main.o /src/main.c && gcc -o /app /tmp/main.o
+RUN ["g++", "-c", "/src/a b.cc"]
+RUN CC=clang make -C /src && make install
+"""
+
+
+@pytest.mark.parametrize("launcher", ["/opt/ghbuild/bin/sccache", ""])
+def test_a_compiler_called_by_name_goes_behind_the_launcher(tmp_path, launcher):
+    """The wrapper exports launchers for CMake and Cargo; gcc called by name would never reach sccache (a build
+    that cached nothing, silently). init puts $GHBUILD_SCCACHE_LAUNCHER in front of it; unset (mode off), the
+    compiler runs alone. Each wrapped command is run here through sh, as the wrapper runs it."""
+    root = tmp_path / "direct"
+    root.mkdir()
+    (root / "Dockerfile").write_text(DIRECT_DOCKERFILE)
+    found = adopt.read_dockerfile(root, "Dockerfile", "direct", adopt.DEFAULT_PLATFORMS)
+    commands = [step.replacement.split(f"{adopt.WRAPPER} run build -- ", 1)[1] for step in found.steps]
+    assert commands == [
+        "sh -c '$GHBUILD_SCCACHE_LAUNCHER gcc -O2 -c -o /tmp/main.o /src/main.c && "
+        "$GHBUILD_SCCACHE_LAUNCHER gcc -o /app /tmp/main.o'",
+        "sh -c '$GHBUILD_SCCACHE_LAUNCHER g++ -c '\"'\"'/src/a b.cc'\"'\"''",
+        "sh -c 'CC=clang make -C /src && make install'",   # a build system: left to its launcher variables
+    ]
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    calls = tmp_path / "calls"
+    for tool in ("gcc", "g++", "sccache"):
+        (tools / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n')
+        (tools / tool).chmod(0o755)
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "GHBUILD_SCCACHE_LAUNCHER": launcher and str(tools / "sccache")}
+    for command in commands[:2]:
+        subprocess.run(["/bin/sh", "-c", command], env=env, check=True)
+    through = "sccache " if launcher else ""
+    assert calls.read_text().splitlines() == [f"{through}gcc -O2 -c -o /tmp/main.o /src/main.c",
+                                              f"{through}gcc -o /app /tmp/main.o", f"{through}g++ -c /src/a b.cc"]

@@ -76,6 +76,7 @@ def summarize_sccache(decision: sccache.SccacheDecision, runs: buildlog.SccacheR
             "write_errors": stats.get("cache_write_errors", 0),
             "read_errors": stats.get("cache_read_errors", 0),
             "compile_requests": stats.get("compile_requests", 0),
+            "not_compile": stats.get("requests_not_compile", 0),
             "seconds": max(0, int(data.get("finished") or 0) - int(data.get("started") or 0)),
             "from_layer_cache": False,
             "cache_location": (data.get("sccache") or {}).get("cache_location"),
@@ -86,7 +87,7 @@ def summarize_sccache(decision: sccache.SccacheDecision, runs: buildlog.SccacheR
         stages[name] = {"mode": None, "requested_mode": None, "fallbacks": [], "hits": 0, "misses": 0,
                         "hit_rate": None, "hits_by_language": {}, "misses_by_language": {}, "not_cacheable": 0,
                         "not_cached_reasons": {}, "write_errors": 0, "read_errors": 0, "compile_requests": 0,
-                        "seconds": 0, "from_layer_cache": True, "cache_location": None}
+                        "not_compile": 0, "seconds": 0, "from_layer_cache": True, "cache_location": None}
     return {"mode": decision.mode, "reason": decision.reason, "hits": hits, "misses": misses,
             "hit_rate": round(hits / (hits + misses), 4) if hits + misses else None, "stages": stages}
 
@@ -99,9 +100,30 @@ def add_sccache_stats(report: BuildReport, decision: sccache.SccacheDecision, lo
         if stage["fallbacks"]:
             report.warnings.append(f"sccache in stage {name}: fell back from {', '.join(stage['fallbacks'])} "
                                    f"to {stage['mode']}")
+        unused = _unused(stage)
+        if unused:
+            report.warnings.append(f"sccache in stage {name}: {unused}")
     for name in sorted(runs.unreadable):
         report.warnings.append(f"sccache in stage {name}: the step ran but its stats line is not in the "
                                "build log (ghbuild-sccache-stats)")
+
+
+def _unused(stage: dict[str, Any]) -> str | None:
+    """Why a stage that ran with sccache on cached nothing, when that is the wrapped command's doing: the
+    wrapper only exports launchers, and sccache caches only single-source `-c` compiles."""
+    if stage["from_layer_cache"] or stage["mode"] in (None, "off") or stage["hits"] + stage["misses"]:
+        return None
+    if not stage["compile_requests"]:
+        return ("no compiler call reached sccache. CMake and Cargo use it by themselves; a compiler or a Makefile "
+                'called directly needs it in front: "$GHBUILD_SCCACHE_LAUNCHER gcc -c ...", make '
+                'CC="$GHBUILD_SCCACHE_LAUNCHER gcc" (docs/building.md: Your Dockerfile)')
+    if stage["not_compile"]:
+        return (f"{stage['not_compile']} call(s) reached sccache but none was a compile it can cache: a link, or a "
+                "compile and link in one command (sccache caches `-c` compiles of one source file)")
+    if stage["not_cacheable"]:
+        reasons = ", ".join(f"{why} {count}" for why, count in stage["not_cached_reasons"].items())
+        return f"{stage['not_cacheable']} compile(s) sccache cannot cache" + (f" ({reasons})" if reasons else "")
+    return None
 
 
 def check_budgets(report: BuildReport) -> None:
