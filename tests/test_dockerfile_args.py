@@ -72,3 +72,16 @@ def test_the_same_dockerfile_with_the_arg_moved_up_gets_past_the_check(tmp_path)
     (root / "Dockerfile").write_text(fixed, "utf-8")
     result = run_in_process(root, *BUILD, env={"GHBUILD_DOCKER_CLI": str(tmp_path / "no-docker-here")})
     assert "BASE_IMAGE" not in result.stderr.splitlines()[-1], result.stderr
+
+
+def test_in_actions_the_annotation_sits_on_the_line(tmp_path, event):
+    """A recorded push event: in Actions the error is also an annotation on the Dockerfile's line."""
+    root = write_project(tmp_path, CONFIG)
+    (root / "Dockerfile").write_text(STAGE_SCOPED, "utf-8")
+    env = event("push_master").environ(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(root))
+    result = run_in_process(root, *BUILD[:5], "--dry-run", env=env)
+    assert result.returncode == 3
+    annotation = next(line for line in result.stdout.splitlines() + result.stderr.splitlines()
+                      if line.startswith("::error "))
+    assert annotation.startswith("::error title=ghbuild config error,file=Dockerfile,line=5::Dockerfile:5: "), \
+        annotation

@@ -176,7 +176,7 @@ def _dockerfile_stages(options: Options, job: Job) -> list[dockerfile.Stage]:
         line, instruction, name = undeclared[0]
         raise ConfigError(f"{job.dockerfile}:{line}: `{instruction}` uses {name}, which no ARG before the first FROM "
                           f"declares, so FROM sees it empty (an ARG inside a stage is that stage's alone): move "
-                          f"`ARG {name}=<default>` above the first FROM")
+                          f"`ARG {name}=<default>` above the first FROM", file=str(dockerfile_path), line=line)
     stages = dockerfile.stages(dockerfile_path)
     if job.target and not any(s.name == job.target.lower() for s in stages):
         raise ConfigError(f"images.{job.image}.target: stage {job.target!r} is not in {job.dockerfile} "
