@@ -339,3 +339,16 @@ def test_a_stage_that_cached_nothing_says_why(mode, stats, said):
     report = SimpleNamespace(warnings=[])
     add_sccache_stats(report, SccacheDecision(mode, "ok", {}), _stats_line(7, "build", mode, **stats) + "\n")
     assert report.warnings == ([f"sccache in stage build: {said}"] if said else [])
+
+
+def test_counts_a_step_forged_in_the_log_are_not_printed_as_given():
+    """The step's own command can print a stats line for its stage: only numbers count, five reasons are named."""
+    from ghbuild.build.report import add_sccache_stats
+
+    report = SimpleNamespace(warnings=[])
+    reasons = {f"reason {n}": n for n in range(1, 9)}
+    add_sccache_stats(report, SccacheDecision("read-write", "ok", {}),
+                      _stats_line(3, "build", "read-write", compile_requests=8, requests_not_compile="9 links",
+                                  requests_not_cacheable=8, not_cached=reasons) + "\n")
+    assert report.warnings == ["sccache in stage build: 8 compile(s) sccache cannot cache (reason 1 1, reason 2 2, "
+                               "reason 3 3, reason 4 4, reason 5 5)"]
