@@ -37,8 +37,11 @@ HELPER_MOUNTS = (f"--mount=type=bind,from={HELPER_STAGE},source=/,target=/opt/gh
 WRAPPER = "/opt/ghbuild/bin/ghbuild-sccache"
 _DOCKERFILE_NAME = re.compile(r"^(Dockerfile|Containerfile)(\..+)?$|^.+\.(Dockerfile|dockerfile|Containerfile)$")
 # A RUN that builds native code: a build system or a compiler in command position (after env
-# assignments), not a package name in `apt-get install g++ cmake`.
-_COMMAND_POSITION = r"(?:^|[;&|('\"]|\bthen|\bdo|\belse)\s*(?:[A-Za-z_]\w*=\S*\s+)*"
+# assignments), not a package name in `apt-get install g++ cmake` or in a quoted string. The command's
+# physical lines are joined with _LINE (a continued line's start is no command position of its own).
+_LINE = "\x00"
+_COMMAND_POSITION = (r"(?:^|[;&|(]|\bthen|\bdo|\belse|\s-c\s+['\"])[\s\x00]*"
+                     r"(?:[A-Za-z_]\w*=[^\s\x00]*[\s\x00]+)*")
 _COMPILERS = r"gcc|g\+\+|clang\+\+|clang|cc|c\+\+|rustc|nvcc|hipcc"
 _COMPILES = re.compile(_COMMAND_POSITION + rf"(?:cmake|make|ninja|meson|cargo|{_COMPILERS}|bazel|scons)(?![\w.+-])")
 # A compiler called by name, not through a build system: the wrapper's launchers (CMake's, Cargo's) never reach
@@ -197,7 +200,8 @@ def read_dockerfile(root: Path, path: str, image: str, platforms: tuple[str, ...
         pieces = [line.strip().removesuffix("\\").strip() for line in lines[first: last + 1]]
         pieces = [piece for piece in pieces if piece and not piece.startswith("#")]
         pieces[0] = pieces[0][3:].strip()   # the RUN keyword
-        if not any(_COMPILES.search(line) for line in _command(pieces)[1]):
+        parsed = _run_command(pieces)
+        if not _COMPILES.search(_LINE.join(parsed[1] if parsed else _command(pieces)[1])):
             continue
         replacement = wrap_run(pieces, stage, _indent(lines[first]))
         if replacement is None:
@@ -229,24 +233,33 @@ def _command(pieces: list[str]) -> tuple[list[str], list[str]]:
     return flags, rest
 
 
-def wrap_run(pieces: list[str], stage: str, indent: str = "") -> str | None:
-    """The RUN through the wrapper: the helper and secret mounts, the RUN's own flags, then
-    `ghbuild-sccache run STAGE -- <command>`, a shell command as `sh -c '<command>'` (as RUN runs it),
-    its lines kept, a compiler called by name behind the launcher. None for a heredoc."""
+def _run_command(pieces: list[str]) -> tuple[list[str], list[str], bool] | None:
+    """A RUN's (flags, command lines as a shell reads them, exec form): an exec-form RUN's argv becomes one
+    shell line. None for a heredoc, or an exec form that is not a JSON list of strings."""
     flags, lines = _command(pieces)
     text = " ".join(lines)
     if not lines or text.startswith("<<"):
         return None
-    exec_form = text.startswith("[")
-    if exec_form:
-        try:
-            argv = json.loads(text)
-        except json.JSONDecodeError:
-            return None
-        if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
-            return None
-        lines = [shlex.join(argv)]
-    launched = [_DIRECT_COMPILER.sub(rf"\g<lead>{LAUNCHER} \g<compiler>", line) for line in lines]
+    if not text.startswith("["):
+        return flags, lines, False
+    try:
+        argv = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+        return None
+    return flags, [shlex.join(argv)], True
+
+
+def wrap_run(pieces: list[str], stage: str, indent: str = "") -> str | None:
+    """The RUN through the wrapper: the helper and secret mounts, the RUN's own flags, then
+    `ghbuild-sccache run STAGE -- <command>`, a shell command as `sh -c '<command>'` (as RUN runs it),
+    its lines kept, a compiler called by name behind the launcher. None for a heredoc."""
+    parsed = _run_command(pieces)
+    if parsed is None:
+        return None
+    flags, lines, exec_form = parsed
+    launched = _DIRECT_COMPILER.sub(rf"\g<lead>{LAUNCHER} \g<compiler>", _LINE.join(lines)).split(_LINE)
     # The launcher is set only inside the wrapper: a line that names it runs in the wrapper's own shell.
     exec_form = exec_form and launched == lines
     lines, text = launched, " ".join(launched)

@@ -230,3 +230,23 @@ def test_a_compiler_called_by_name_goes_behind_the_launcher(tmp_path, launcher):
     through = "sccache " if launcher else ""
     assert calls.read_text().splitlines() == [f"{through}gcc -O2 -c -o /tmp/main.o /src/main.c",
                                               f"{through}gcc -o /app /tmp/main.o", f"{through}g++ -c /src/a b.cc"]
+
+
+@pytest.mark.parametrize("run, wrapped", [
+    # a package list continued over lines: no line's start is a command of its own, and nothing compiles here
+    ("RUN apt-get update && apt-get install -y \\\n    gcc \\\n    cmake", None),
+    # a word in a quoted string is no command
+    ("RUN cmake -B b && grep -q 'clang' f", "sh -c 'cmake -B b && grep -q '\"'\"'clang'\"'\"' f'"),
+    ("RUN export CC=\"gcc\" && make", "sh -c 'export CC=\"gcc\" && make'"),
+    # ... but the command of a nested shell is, and so is a continued line after &&
+    ("RUN sh -c 'gcc -c x.c'", "sh -c 'sh -c '\"'\"'$GHBUILD_SCCACHE_LAUNCHER gcc -c x.c'\"'\"''"),
+    ("RUN make && \\\n    gcc -c x.c", "sh -c ' \\\n        make && \\\n        $GHBUILD_SCCACHE_LAUNCHER gcc -c x.c'"),
+    ("RUN if true; then cc -c a.c; fi", "sh -c 'if true; then $GHBUILD_SCCACHE_LAUNCHER cc -c a.c; fi'"),
+    # a compiler by path or by another name is left alone (it may be one sccache does not know)
+    ("RUN /usr/bin/gcc -c a.c && gcc-12 -c b.c && make", "sh -c '/usr/bin/gcc -c a.c && gcc-12 -c b.c && make'"),
+])
+def test_only_a_compiler_in_command_position_gets_the_launcher(tmp_path, run, wrapped):
+    (tmp_path / "Dockerfile").write_text(f"FROM debian:bookworm AS build\n{run}\n")
+    found = adopt.read_dockerfile(tmp_path, "Dockerfile", "x", adopt.DEFAULT_PLATFORMS)
+    commands = [step.replacement.split(f"{adopt.WRAPPER} run build -- ", 1)[1] for step in found.steps]
+    assert commands == ([wrapped] if wrapped else [])
