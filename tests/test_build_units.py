@@ -325,8 +325,11 @@ def _stats_line(step: int, stage: str, mode: str, **stats) -> str:
                        'CC="$GHBUILD_SCCACHE_LAUNCHER gcc" (docs/building.md: Your Dockerfile)'),
     # `"$GHBUILD_SCCACHE_LAUNCHER" gcc -o app main.c`: reached it, but a compile and link in one is not cached
     ("local", {"compile_requests": 1, "requests_not_compile": 1},
-     "1 call(s) reached sccache but none was a compile it can cache: a link, or a compile and link in one command "
-     "(sccache caches `-c` compiles of one source file)"),
+     "1 call(s) reached sccache and none was a compile it caches: links, version probes, or a compile and link in "
+     "one command (sccache caches `-c` compiles of one source file)"),
+    # cargo's rustc probes are not compiles; a binary crate is not cacheable: the reason is what matters
+    ("read-write", {"compile_requests": 3, "requests_not_compile": 2, "requests_not_cacheable": 1,
+                    "not_cached": {"crate-type": 1}}, "1 compile(s) sccache cannot cache (crate-type 1)"),
     ("anonymous", {"compile_requests": 2, "requests_not_cacheable": 2, "not_cached": {"multiple input files": 2}},
      "2 compile(s) sccache cannot cache (multiple input files 2)"),
     ("off", {}, None),                                            # off: nothing was meant to reach it
@@ -341,14 +344,52 @@ def test_a_stage_that_cached_nothing_says_why(mode, stats, said):
     assert report.warnings == ([f"sccache in stage build: {said}"] if said else [])
 
 
-def test_counts_a_step_forged_in_the_log_are_not_printed_as_given():
-    """The step's own command can print a stats line for its stage: only numbers count, five reasons are named."""
+def test_the_reasons_named_are_the_five_most_frequent():
     from ghbuild.build.report import add_sccache_stats
 
     report = SimpleNamespace(warnings=[])
     reasons = {f"reason {n}": n for n in range(1, 9)}
     add_sccache_stats(report, SccacheDecision("read-write", "ok", {}),
-                      _stats_line(3, "build", "read-write", compile_requests=8, requests_not_compile="9 links",
-                                  requests_not_cacheable=8, not_cached=reasons) + "\n")
-    assert report.warnings == ["sccache in stage build: 8 compile(s) sccache cannot cache (reason 1 1, reason 2 2, "
-                               "reason 3 3, reason 4 4, reason 5 5)"]
+                      _stats_line(3, "build", "read-write", compile_requests=36, requests_not_cacheable=36,
+                                  not_cached=reasons) + "\n")
+    assert report.warnings == ["sccache in stage build: 36 compile(s) sccache cannot cache (reason 8 8, reason 7 7, "
+                               "reason 6 6, reason 5 5, reason 4 4)"]
+
+
+@pytest.mark.parametrize("stats", [{"requests_not_compile": "9 links"}, {"not_cached": 5},
+                                   {"not_cached": {"x": "many"}}, {"compile_requests": True}])
+def test_a_stats_line_with_counts_that_are_not_numbers_is_unreadable(stats):
+    """The step's own command can print a stats line for its stage: one that is not what the wrapper writes is
+    not read (before, `"not_cached": 5` raised a TypeError in the summary)."""
+    from ghbuild.build.report import add_sccache_stats
+
+    report = SimpleNamespace(warnings=[])
+    add_sccache_stats(report, SccacheDecision("read-write", "ok", {}),
+                      _stats_line(3, "build", "read-write", **stats) + "\n#3 DONE 1.0s\n")
+    assert report.warnings == ["sccache in stage build: the step ran but left no readable stats line in the build "
+                               "log (ghbuild-sccache-stats)"]
+    assert report.sccache["stages"] == {}
+
+
+def test_the_wrapped_steps_of_one_stage_add_up():
+    """init wraps every compiling RUN of a stage with the stage's name (cmake -S, cmake --build, cmake --install):
+    the stage's figures are all its steps', not the last one's (before: 0 misses and "no compiler call reached
+    sccache" after 40 misses)."""
+    from ghbuild.build.report import add_sccache_stats
+
+    log = "\n".join([
+        _stats_line(5, "native", "read-write", compile_requests=40, cache_misses={"counts": {"C/C++": 40}},
+                    not_cached={"-E": 1}),
+        _stats_line(6, "native", "local", compile_requests=3, cache_hits={"counts": {"C/C++": 2}},
+                    not_cached={"-E": 2}).replace('"fallbacks": ""', '"fallbacks": "read-write,anonymous"')
+        .replace('"started": 1, "finished": 2', '"started": 5, "finished": 9'),
+        _stats_line(7, "native", "read-write"),
+    ]) + "\n"
+    report = SimpleNamespace(warnings=[])
+    add_sccache_stats(report, SccacheDecision("read-write", "ok", {}), log)
+    stage = report.sccache["stages"]["native"]
+    assert (stage["hits"], stage["misses"], stage["compile_requests"]) == (2, 40, 43)
+    assert stage["hits_by_language"] == {"C/C++": 2} and stage["misses_by_language"] == {"C/C++": 40}
+    assert stage["not_cached_reasons"] == {"-E": 3} and stage["seconds"] == 8
+    assert (stage["mode"], stage["fallbacks"]) == ("local", ["read-write", "anonymous"])
+    assert report.warnings == ["sccache in stage native: fell back from read-write, anonymous to local"]

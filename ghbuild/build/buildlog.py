@@ -122,10 +122,51 @@ def wrapper_stats_problem(data: Any, stage: str) -> str | None:
         return "sccache.stats is not an object"
     for key in ("cache_hits", "cache_misses"):
         counts = (stats.get(key) or {}).get("counts") if isinstance(stats.get(key) or {}, dict) else None
-        if not isinstance(counts or {}, dict) or not all(
-                isinstance(n, int) and not isinstance(n, bool) for n in (counts or {}).values()):
+        if not isinstance(counts or {}, dict) or not all(_is_count(n) for n in (counts or {}).values()):
             return f"sccache.stats.{key}.counts are not numbers"
+    not_cached = stats.get("not_cached") or {}
+    if not isinstance(not_cached, dict) or not all(_is_count(n) for n in not_cached.values()):
+        return "sccache.stats.not_cached is not counts by reason"
+    for key in _STATS_COUNTS:
+        if key in stats and not _is_count(stats[key]):
+            return f"sccache.stats.{key} is not a number"
     return _text_problem(data, "stats")
+
+
+# The counts of sccache's stats that ghbuild reports.
+_STATS_COUNTS = ("compile_requests", "requests_not_compile", "requests_not_cacheable", "cache_write_errors",
+                 "cache_read_errors")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _added(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """Two steps' sccache stats as one: counts added up (nested ones too), anything else the later step's."""
+    out = {**earlier, **later}
+    for key in earlier.keys() & later.keys():
+        a, b = earlier[key], later[key]
+        if _is_count(a) and _is_count(b):
+            out[key] = a + b
+        elif isinstance(a, dict) and isinstance(b, dict):
+            out[key] = _added(a, b)
+    return out
+
+
+def _stage_stats(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """The stats of a stage with more than one wrapped step (init wraps each compiling RUN with the stage's
+    name): counts added up, the lowest mode any step ran in, every fallback, the span of both."""
+    modes = [m for m in (earlier.get("mode"), later.get("mode")) if m in _MODES]
+    times: list[int] = [t for step in (earlier, later) for t in (step.get("started"), step.get("finished"))
+                        if isinstance(t, int) and not isinstance(t, bool)]
+    fallbacks = [f for step in (earlier, later) for f in str(step.get("fallbacks") or "").split(",") if f]
+    sccache = {**(earlier.get("sccache") or {}), **(later.get("sccache") or {})}
+    sccache["stats"] = _added((earlier.get("sccache") or {}).get("stats") or {},
+                              (later.get("sccache") or {}).get("stats") or {})
+    return {**later, "mode": max(modes, key=_MODES.index) if modes else later.get("mode"),
+            "fallbacks": ",".join(dict.fromkeys(fallbacks)), "sccache": sccache,
+            **({"started": min(times), "finished": max(times)} if times else {})}
 
 
 def sccache_runs(log_text: str) -> SccacheRuns:
@@ -152,7 +193,7 @@ def sccache_runs(log_text: str) -> SccacheRuns:
             except ValueError:
                 data = None
             if wrapper_stats_problem(data, stage) is None:
-                runs.stats[stage] = data
+                runs.stats[stage] = _stage_stats(runs.stats[stage], data) if stage in runs.stats else data
             else:
                 runs.unreadable.add(stage)
         elif (match := _DONE_RE.match(line)) and match.group(1) in step_wrapped:

@@ -104,29 +104,27 @@ def add_sccache_stats(report: BuildReport, decision: sccache.SccacheDecision, lo
         if unused:
             report.warnings.append(f"sccache in stage {name}: {unused}")
     for name in sorted(runs.unreadable):
-        report.warnings.append(f"sccache in stage {name}: the step ran but its stats line is not in the "
-                               "build log (ghbuild-sccache-stats)")
+        report.warnings.append(f"sccache in stage {name}: the step ran but left no readable stats line "
+                               "in the build log (ghbuild-sccache-stats)")
 
 
 def _unused(stage: dict[str, Any]) -> str | None:
     """Why a stage that ran with sccache on cached nothing, when that is the wrapped command's doing: the
-    wrapper only exports launchers, and sccache caches only single-source `-c` compiles. The counts come from
-    the build log, which the step's own command can write: only numbers count, and five reasons are named."""
-    def count(value: Any) -> int:
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
+    wrapper only exports launchers, and sccache caches only compiles of one source file to an object."""
     if stage["from_layer_cache"] or stage["mode"] in (None, "off") or stage["hits"] + stage["misses"]:
         return None
-    if not count(stage["compile_requests"]):
+    if not stage["compile_requests"]:
         return ("no compiler call reached sccache. CMake and Cargo use it by themselves; a compiler or a Makefile "
                 'called directly needs it in front: "$GHBUILD_SCCACHE_LAUNCHER gcc -c ...", make '
                 'CC="$GHBUILD_SCCACHE_LAUNCHER gcc" (docs/building.md: Your Dockerfile)')
-    if count(stage["not_compile"]):
-        return (f"{count(stage['not_compile'])} call(s) reached sccache but none was a compile it can cache: a "
-                "link, or a compile and link in one command (sccache caches `-c` compiles of one source file)")
-    if count(stage["not_cacheable"]):
-        reasons = ", ".join(f"{why} {count(n)}" for why, n in list(stage["not_cached_reasons"].items())[:5])
-        return f"{count(stage['not_cacheable'])} compile(s) sccache cannot cache" + (f" ({reasons})" if reasons else "")
+    if stage["not_cacheable"]:
+        most = sorted(stage["not_cached_reasons"].items(), key=lambda item: -item[1])[:5]
+        reasons = ", ".join(f"{why} {count}" for why, count in most)
+        return f"{stage['not_cacheable']} compile(s) sccache cannot cache" + (f" ({reasons})" if reasons else "")
+    if stage["not_compile"]:
+        return (f"{stage['not_compile']} call(s) reached sccache and none was a compile it caches: links, "
+                "version probes, or a compile and link in one command (sccache caches `-c` compiles of one "
+                "source file)")
     return None
 
 
