@@ -200,10 +200,13 @@ def read_dockerfile(root: Path, path: str, image: str, platforms: tuple[str, ...
         pieces = [line.strip().removesuffix("\\").strip() for line in lines[first: last + 1]]
         pieces = [piece for piece in pieces if piece and not piece.startswith("#")]
         pieces[0] = pieces[0][3:].strip()   # the RUN keyword
-        parsed = _run_command(pieces)
-        if not _COMPILES.search(_LINE.join(parsed[1] if parsed else _command(pieces)[1])):
+        # A heredoc's body is part of the RUN, a script: each of its lines is a command. Wrapped by hand.
+        heredoc = bool(dockerfile.HEREDOC_RE.search(instruction))
+        parsed = None if heredoc else _run_command(pieces)
+        command = parsed[1] if parsed else _command(pieces)[1]
+        if not _COMPILES.search((";" if heredoc else _LINE).join(command)):
             continue
-        replacement = wrap_run(pieces, stage, _indent(lines[first]))
+        replacement = None if heredoc else wrap_run(pieces, stage, _indent(lines[first]))
         if replacement is None:
             skipped.append(f"{path}:{first + 1} (stage {stage}): a heredoc RUN; wrap its build command by hand")
         else:

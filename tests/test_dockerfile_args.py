@@ -49,6 +49,10 @@ def test_variables_no_global_arg_declares_are_found(text, found):
     "FROM --platform=$BUILDPLATFORM golang AS tools\nFROM base-${TARGETARCH}\n",   # BuildKit's automatic ARGs
     "FROM --platform=${PLATFORM} debian\n",                              # an empty --platform is the default one
     "FROM scratch\nARG LATER=x\nRUN echo $LATER\n",                      # a stage's ARG used in its stage
+    "FROM a AS one\nFROM r/c:${TARGETSTAGE}-${TARGETOSVERSION}-${BUILDOSVERSION}\n",   # newer automatic ARGs
+    "\ufeffARG BASE=alpine\nFROM ${BASE}\n",                             # a UTF-8 BOM, which BuildKit drops
+    "FROM alpine\nRUN <<EOF\nFROM ${INNER}\nEOF\nCOPY <<-'X' /out/Dockerfile\n\tFROM $Y\n\tX\n",  # heredoc bodies
+    "# escape=`\nARG A=1 `\n  BASE=alpine\nFROM ${BASE}\n",                # a backtick continues the ARG
 ])
 def test_what_from_can_see_passes(text):
     assert undeclared_from_args(text) == []

@@ -250,3 +250,15 @@ def test_only_a_compiler_in_command_position_gets_the_launcher(tmp_path, run, wr
     found = adopt.read_dockerfile(tmp_path, "Dockerfile", "x", adopt.DEFAULT_PLATFORMS)
     commands = [step.replacement.split(f"{adopt.WRAPPER} run build -- ", 1)[1] for step in found.steps]
     assert commands == ([wrapped] if wrapped else [])
+
+
+def test_a_heredoc_run_that_compiles_is_named_for_wrapping_by_hand(tmp_path):
+    """A heredoc's body is a script of the RUN, not instructions of its own: init finds the compile in it and
+    says to wrap it by hand (it rewrites no heredoc), and the rest of the file is read as before."""
+    (tmp_path / "Dockerfile").write_text("FROM debian:bookworm AS build\nRUN <<EOF\nset -e\ncmake -B b\n"
+                                         "cmake --build b\nEOF\nRUN cargo build\n")
+    found = adopt.read_dockerfile(tmp_path, "Dockerfile", "x", adopt.DEFAULT_PLATFORMS)
+    assert found.skipped == ("Dockerfile:2 (stage build): a heredoc RUN; wrap its build command by hand",)
+    assert [(step.first_line, step.last_line) for step in found.steps] == [(6, 6)]
+    assert [line for line in dockerfile.instructions((tmp_path / "Dockerfile").read_text())] == [
+        (0, 0, "FROM debian:bookworm AS build"), (1, 5, "RUN <<EOF"), (6, 6, "RUN cargo build")]

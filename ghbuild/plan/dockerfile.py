@@ -18,8 +18,9 @@ _FROM_REF_RE = re.compile(r"(?:--from=|--mount=\S*?(?<=[=,])from=)([^\s,]+)")
 _VARIABLE_RE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?P<modifier>:?[-+][^}]*)?\}|(?P<bare>[A-Za-z_]\w*))")
 _ARG_NAME_RE = re.compile(r"(?:^|\s)([A-Za-z_]\w*)(?==|\s|$)")
 # BuildKit's automatic platform ARGs: in the global scope, so FROM may use them without a declaration.
-AUTOMATIC_ARGS = frozenset({"TARGETPLATFORM", "TARGETOS", "TARGETARCH", "TARGETVARIANT",
-                            "BUILDPLATFORM", "BUILDOS", "BUILDARCH", "BUILDVARIANT"})
+AUTOMATIC_ARGS = frozenset({"TARGETPLATFORM", "TARGETOS", "TARGETARCH", "TARGETVARIANT", "TARGETOSVERSION",
+                            "TARGETSTAGE", "BUILDPLATFORM", "BUILDOS", "BUILDARCH", "BUILDVARIANT",
+                            "BUILDOSVERSION"})
 
 
 class Stage(NamedTuple):
@@ -35,22 +36,54 @@ class Stage(NamedTuple):
         return self.name or f"stage-{self.number}"
 
 
+# A heredoc in RUN, COPY or ADD (`<<EOF`, `<<-EOF`, `<<"EOF"`): the lines up to its delimiter are its body.
+HEREDOC_RE = re.compile(r"(?<!<)<<(?!<)(-?)([\"']?)([A-Za-z_][\w.-]*)\2")
+_HEREDOC_INSTRUCTIONS = {"run", "copy", "add"}
+_DIRECTIVE_RE = re.compile(r"^#\s*([A-Za-z_]+)\s*=\s*(\S+)\s*$")
+
+
+def _escape_character(lines: list[str]) -> str:
+    """The `# escape=` parser directive's character (a backslash or a backtick), from the directives at the top."""
+    for raw in lines:
+        match = _DIRECTIVE_RE.match(raw.strip())
+        if not match:
+            break
+        if match.group(1).lower() == "escape" and match.group(2) in ("\\", "`"):
+            return match.group(2)
+    return "\\"
+
+
 def instructions(text: str) -> Iterator[tuple[int, int, str]]:
     """(first line, last line, instruction) per instruction: 0-based physical lines, continuations joined.
-    Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does)."""
-    buffer, first = "", None   # first: the line the instruction being joined began on
-    for number, raw in enumerate(text.splitlines()):
+    Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does). A heredoc's
+    body is the instruction's (its last line is the delimiter's), never an instruction of its own. A leading
+    UTF-8 BOM is dropped and the escape directive honoured, as BuildKit does."""
+    lines = text.removeprefix("\ufeff").splitlines()
+    escape = _escape_character(lines)
+    buffer, first, number = "", None, 0   # first: the line the instruction being joined began on
+    while number < len(lines):
+        raw = lines[number]
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
+            number += 1
             continue
         first = number if first is None else first
-        if raw.rstrip().endswith("\\"):
+        if raw.rstrip().endswith(escape):
             buffer += raw.rstrip()[:-1] + " "
+            number += 1
             continue
-        yield first, number, buffer + raw
+        instruction = buffer + raw
+        if instruction.split(None, 1)[0].lower() in _HEREDOC_INSTRUCTIONS:
+            for strip_tabs, _, delimiter in HEREDOC_RE.findall(instruction):
+                number += 1
+                while number < len(lines) and (lines[number].lstrip("\t") if strip_tabs else lines[number]) \
+                        != delimiter:
+                    number += 1
+        yield first, min(number, len(lines) - 1), instruction
         buffer, first = "", None
+        number += 1
     if buffer and first is not None:   # a continuation at the end of the file (buffer implies first)
-        yield first, number, buffer
+        yield first, len(lines) - 1, buffer
 
 
 def _logical_lines(text: str) -> Iterator[str]:
