@@ -22,7 +22,6 @@ from ghbuild.registry.manifest import Descriptor
 
 GIB = 1 << 30
 CUT = 0.6
-SLACK = in_flight_limit(CHUNK)      # bytes the client may have handed its socket past the cut
 
 
 def generated_blob(reg: RegistryClient, repo: str, size: int, tmp_path) -> Descriptor:
@@ -48,6 +47,15 @@ def big(registry_url, tmp_path_factory):
     reg.close()
 
 
+@pytest.fixture(scope="module")
+def slack() -> int:
+    """Bytes the client may have handed its socket past the cut. On a host whose loopback buffers could hold a
+    good part of the blob, these tests could not tell a resumed upload from one sent again: they say so."""
+    bound = in_flight_limit(CHUNK)
+    assert bound < GIB * (1 - CUT) / 4, f"loopback buffers up to {bound >> 20} MiB: too large for a 1 GiB blob"
+    return bound
+
+
 def client(host: str, logs: list[str]) -> Registry:
     return Registry(host, attempts=3, delay=0.1, sleep=lambda seconds: None, log=logs.append)
 
@@ -57,7 +65,7 @@ def peak_rss() -> int:
 
 
 def test_a_gib_layer_cut_at_60_percent_is_sent_again_whole_once_where_the_registry_cannot_resume(
-        big, registry_url, reg):
+        big, registry_url, reg, slack):
     repo, desc = big
     logs: list[str] = []
     with FaultProxy(registry_url) as proxy:
@@ -72,14 +80,14 @@ def test_a_gib_layer_cut_at_60_percent_is_sent_again_whole_once_where_the_regist
     assert reg.blob_exists(dst_repo, desc.digest)
     assert (stats.copied_blobs, stats.resumed_blobs, stats.resent_blobs) == (1, 0, 1)
     assert patches == [("reset", None), ("forward", 202)]
-    assert desc.size * (1 + CUT) <= stats.sent_bytes <= desc.size * (1 + CUT) + SLACK
+    assert desc.size * (1 + CUT) <= stats.sent_bytes <= desc.size * (1 + CUT) + slack
     resend = [line for line in logs if line.startswith(f"  resend {desc.digest[:19]} whole: {proxy.host} cannot "
                                                        "resume the cut upload (")]
     assert len(resend) == 1, logs
     assert grown < 100 << 20, f"peak RSS grew by {grown / 1e6:.0f} MB copying a {desc.size >> 20} MiB blob"
 
 
-def test_a_cut_upload_resumes_from_what_the_registry_holds(big, registry_url, tmp_path):
+def test_a_cut_upload_resumes_from_what_the_registry_holds(big, registry_url, tmp_path, slack):
     repo, desc = big
     logs: list[str] = []
     with ResumableRegistry(tmp_path / "store") as target, FaultProxy(target.url) as proxy:
@@ -92,7 +100,7 @@ def test_a_cut_upload_resumes_from_what_the_registry_holds(big, registry_url, tm
     assert not proxy.errors and not target.errors, (proxy.errors, target.errors)
     assert target.blob(desc.digest).stat().st_size == desc.size       # the PUT checked the digest
     assert calls == [("HEAD", 404), ("POST", 202), ("PATCH", 0), ("GET", 204), ("PATCH", 202), ("PUT", 201)]
-    assert sum(held) == desc.size and abs(held[0] - desc.size * CUT) <= SLACK
+    assert sum(held) == desc.size and abs(held[0] - desc.size * CUT) <= slack
     assert (stats.copied_blobs, stats.resumed_blobs, stats.resent_blobs) == (1, 1, 0)
-    assert stats.sent_bytes - desc.size <= SLACK           # re-sent: only what was in flight at the cut
+    assert stats.sent_bytes - desc.size <= slack           # re-sent: only what was in flight at the cut
     assert any(line.startswith(f"  resume {desc.digest[:19]} at {held[0]:,} of {desc.size:,} B") for line in logs), logs

@@ -490,13 +490,14 @@ def test_long_blob_copies_report_progress():
 
 
 def test_blobs_of_one_image_are_copied_in_parallel(reg, proxy, direct_host):
-    """With every PATCH held for 0.6 s, two blobs copied at once are both in the proxy's hands at the same time,
+    """With every PATCH held for 1.5 s, two blobs copied at once are both in the proxy's hands at the same time,
     with the same result as one at a time; parallel=1 sends the second only after the first is done. Read from
     the proxy's log, not from the wall clock, which a loaded machine stretches."""
     src_repo = name()
     image = reg.push_image(src_repo, "v1", architecture="amd64", payload=big_payload(150_000))
     sizes = blob_sizes(reg, src_repo, image["digest"])
-    proxy.delay("PATCH", r"/blobs/uploads/", 0.6, count=None)
+    # Held long enough for the second blob's HEAD and POST to come in beside the first PATCH on a loaded machine.
+    proxy.delay("PATCH", r"/blobs/uploads/", 1.5, count=None)
     overlapped = {}
     for parallel in (4, 1):
         dst_repo = name()
