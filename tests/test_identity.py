@@ -204,6 +204,19 @@ def test_the_text_of_a_built_stage_changes_it(repo):
     assert ident(repo).identity != before
 
 
+@pytest.mark.parametrize("edit", [("echo one", "echo two"), ("# a comment of the script", "# another"),
+                                  ("  indented", "    indented")])
+def test_a_heredoc_body_of_a_built_stage_changes_it(repo, edit):
+    """A heredoc's body is what its RUN runs: every byte of it counts, comment lines and indentation too (a
+    shebang or a Python script's indentation is code)."""
+    heredoc = ("RUN <<EOF\n#!/bin/sh\n# a comment of the script\necho one\n  indented\nEOF\n"
+               "FROM base AS consumer")
+    (repo / "Dockerfile").write_text(DOCKERFILE.replace("FROM base AS consumer", heredoc, 1))
+    before = ident(repo).identity
+    (repo / "Dockerfile").write_text(DOCKERFILE.replace("FROM base AS consumer", heredoc.replace(*edit), 1))
+    assert ident(repo).identity != before
+
+
 def test_a_build_arg_changes_it(repo):
     before = ident(repo).identity
     assert ident(repo, env={"GHBUILD_IMAGES_TINY_BUILD_ARGS": "FLAVOUR=fancy"}).identity != before

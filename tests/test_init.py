@@ -261,4 +261,5 @@ def test_a_heredoc_run_that_compiles_is_named_for_wrapping_by_hand(tmp_path):
     assert found.skipped == ("Dockerfile:2 (stage build): a heredoc RUN; wrap its build command by hand",)
     assert [(step.first_line, step.last_line) for step in found.steps] == [(6, 6)]
     assert [line for line in dockerfile.instructions((tmp_path / "Dockerfile").read_text())] == [
-        (0, 0, "FROM debian:bookworm AS build"), (1, 5, "RUN <<EOF"), (6, 6, "RUN cargo build")]
+        (0, 0, "FROM debian:bookworm AS build"), (1, 5, "RUN <<EOF\nset -e\ncmake -B b\ncmake --build b\nEOF"),
+        (6, 6, "RUN cargo build")]

@@ -56,7 +56,8 @@ def _escape_character(lines: list[str]) -> str:
 def instructions(text: str) -> Iterator[tuple[int, int, str]]:
     """(first line, last line, instruction) per instruction: 0-based physical lines, continuations joined.
     Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does). A heredoc's
-    body is the instruction's (its last line is the delimiter's), never an instruction of its own. A leading
+    body is the instruction's, verbatim after a newline (its last line is the delimiter's), never an
+    instruction of its own. A leading
     UTF-8 BOM is dropped and the escape directive honoured, as BuildKit does."""
     lines = text.removeprefix("\ufeff").splitlines()
     escape = _escape_character(lines)
@@ -74,11 +75,14 @@ def instructions(text: str) -> Iterator[tuple[int, int, str]]:
             continue
         instruction = buffer + raw
         if instruction.split(None, 1)[0].lower() in _HEREDOC_INSTRUCTIONS:
+            body_start = number + 1
             for strip_tabs, _, delimiter in HEREDOC_RE.findall(instruction):
                 number += 1
                 while number < len(lines) and (lines[number].lstrip("\t") if strip_tabs else lines[number]) \
                         != delimiter:
                     number += 1
+            # The body, verbatim, is the instruction's: what it runs or writes (a base's identity hashes it).
+            instruction += "".join("\n" + line for line in lines[body_start:number + 1])
         yield first, min(number, len(lines) - 1), instruction
         buffer, first = "", None
         number += 1
