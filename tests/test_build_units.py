@@ -357,7 +357,9 @@ def test_the_reasons_named_are_the_five_most_frequent():
 
 
 @pytest.mark.parametrize("stats", [{"requests_not_compile": "9 links"}, {"not_cached": 5},
-                                   {"not_cached": {"x": "many"}}, {"compile_requests": True}])
+                                   {"not_cached": {"x": "many"}}, {"compile_requests": True},
+                                   {"cache_hits": 5}, {"cache_misses": [1]}, {"requests_not_cacheable": -3},
+                                   {"cache_hits": {"counts": {"C": 9 * 10 ** 4299}}}])
 def test_a_stats_line_with_counts_that_are_not_numbers_is_unreadable(stats):
     """The step's own command can print a stats line for its stage: one that is not what the wrapper writes is
     not read (before, `"not_cached": 5` raised a TypeError in the summary)."""

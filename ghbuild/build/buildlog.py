@@ -121,8 +121,10 @@ def wrapper_stats_problem(data: Any, stage: str) -> str | None:
     if not isinstance(stats, dict):
         return "sccache.stats is not an object"
     for key in ("cache_hits", "cache_misses"):
-        counts = (stats.get(key) or {}).get("counts") if isinstance(stats.get(key) or {}, dict) else None
-        if not isinstance(counts or {}, dict) or not all(_is_count(n) for n in (counts or {}).values()):
+        if not isinstance(stats.get(key) or {}, dict):
+            return f"sccache.stats.{key} is not an object"
+        counts = (stats.get(key) or {}).get("counts") or {}
+        if not isinstance(counts, dict) or not all(_is_count(n) for n in counts.values()):
             return f"sccache.stats.{key}.counts are not numbers"
     not_cached = stats.get("not_cached") or {}
     if not isinstance(not_cached, dict) or not all(_is_count(n) for n in not_cached.values()):
@@ -139,7 +141,9 @@ _STATS_COUNTS = ("compile_requests", "requests_not_compile", "requests_not_cache
 
 
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """A count as sccache prints one: a whole number, not negative, below 2**53 (what any JSON reader keeps
+    exact; a huge one would not even print)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 53
 
 
 def _added(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
