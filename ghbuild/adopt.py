@@ -40,13 +40,15 @@ _DOCKERFILE_NAME = re.compile(r"^(Dockerfile|Containerfile)(\..+)?$|^.+\.(Docker
 # assignments), not a package name in `apt-get install g++ cmake` or in a quoted string. The command's
 # physical lines are joined with _LINE (a continued line's start is no command position of its own).
 _LINE = "\x00"
-_COMMAND_POSITION = (r"(?:^|[;&|(]|\bthen|\bdo|\belse|\s-c\s+['\"])[\s\x00]*"
-                     r"(?:[A-Za-z_]\w*=[^\s\x00]*[\s\x00]+)*")
+_SEPARATOR = r"(?:^|[;&|(]|\bthen|\bdo|\belse)"
+_ASSIGNMENTS = r"[\s\x00]*(?:[A-Za-z_]\w*=[^\s\x00]*[\s\x00]+)*"
 _COMPILERS = r"gcc|g\+\+|clang\+\+|clang|cc|c\+\+|rustc|nvcc|hipcc"
-_COMPILES = re.compile(_COMMAND_POSITION + rf"(?:cmake|make|ninja|meson|cargo|{_COMPILERS}|bazel|scons)(?![\w.+-])")
+_COMPILES = re.compile(rf"(?:{_SEPARATOR}|\s-c\s+['\"]){_ASSIGNMENTS}"
+                       rf"(?:cmake|make|ninja|meson|cargo|{_COMPILERS}|bazel|scons)(?![\w.+-])")
 # A compiler called by name, not through a build system: the wrapper's launchers (CMake's, Cargo's) never reach
-# it, so init puts the launcher in front. Unquoted: empty when sccache is off, and the compiler runs alone.
-_DIRECT_COMPILER = re.compile(rf"(?P<lead>{_COMMAND_POSITION})(?P<compiler>{_COMPILERS})(?![\w.+-])")
+# it, so init puts the launcher in front, outside quotes only (a quoted word is text, a nested shell's command is
+# left alone). Unquoted: empty when sccache is off, and the compiler runs alone.
+_DIRECT_COMPILER = re.compile(rf"{_SEPARATOR}{_ASSIGNMENTS}(?P<compiler>{_COMPILERS})(?![\w.+-])")
 LAUNCHER = "$GHBUILD_SCCACHE_LAUNCHER"
 _RUN_FLAG = re.compile(r"--[a-z-]+=\S+")
 _SHELL_SYNTAX = set("&|;<>()$`\\\"'*?~#\n")
@@ -188,6 +190,7 @@ def read_dockerfile(root: Path, path: str, image: str, platforms: tuple[str, ...
     if not stages:
         raise UsageError(f"{path}: no FROM line; is it a Dockerfile?")
     lines = text.splitlines()
+    backtick = dockerfile.escape_character(text) == "`"    # wrap_run writes backslash continuations
     steps, skipped, froms = [], [], []
     for first, last, instruction in dockerfile.instructions(text):
         word = instruction.split(None, 1)[0].upper()
@@ -201,14 +204,16 @@ def read_dockerfile(root: Path, path: str, image: str, platforms: tuple[str, ...
         pieces = [piece for piece in pieces if piece and not piece.startswith("#")]
         pieces[0] = pieces[0][3:].strip()   # the RUN keyword
         # A heredoc's body is part of the RUN, a script: each of its lines is a command. Wrapped by hand.
-        heredoc = bool(dockerfile.HEREDOC_RE.search(instruction))
+        heredoc = bool(dockerfile.heredocs(instruction))
         parsed = None if heredoc else _run_command(pieces)
         command = parsed[1] if parsed else _command(pieces)[1]
         if not _COMPILES.search((";" if heredoc else _LINE).join(command)):
             continue
-        replacement = None if heredoc else wrap_run(pieces, stage, _indent(lines[first]))
+        by_hand = "a heredoc RUN" if heredoc else "the escape directive is a backtick" if backtick else None
+        replacement = None if by_hand else wrap_run(pieces, stage, _indent(lines[first]))
         if replacement is None:
-            skipped.append(f"{path}:{first + 1} (stage {stage}): a heredoc RUN; wrap its build command by hand")
+            skipped.append(f"{path}:{first + 1} (stage {stage}): {by_hand or 'a heredoc RUN'}; wrap its build "
+                           "command by hand")
         else:
             steps.append(CompileStep(stage, first, last, replacement))
     # ROCm images are published for amd64 only.
@@ -254,6 +259,16 @@ def _run_command(pieces: list[str]) -> tuple[list[str], list[str], bool] | None:
     return flags, [shlex.join(argv)], True
 
 
+def _launched(command: str) -> str:
+    """The command with the launcher before each compiler it calls by name outside quotes."""
+    unquoted = dockerfile.outside_quotes(command)
+    at = [m.start("compiler") for m in _DIRECT_COMPILER.finditer(command)
+          if unquoted[m.start()] and unquoted[m.start("compiler")]]
+    for position in reversed(at):
+        command = f"{command[:position]}{LAUNCHER} {command[position:]}"
+    return command
+
+
 def wrap_run(pieces: list[str], stage: str, indent: str = "") -> str | None:
     """The RUN through the wrapper: the helper and secret mounts, the RUN's own flags, then
     `ghbuild-sccache run STAGE -- <command>`, a shell command as `sh -c '<command>'` (as RUN runs it),
@@ -262,7 +277,7 @@ def wrap_run(pieces: list[str], stage: str, indent: str = "") -> str | None:
     if parsed is None:
         return None
     flags, lines, exec_form = parsed
-    launched = _DIRECT_COMPILER.sub(rf"\g<lead>{LAUNCHER} \g<compiler>", _LINE.join(lines)).split(_LINE)
+    launched = _launched(_LINE.join(lines)).split(_LINE)
     # The launcher is set only inside the wrapper: a line that names it runs in the wrapper's own shell.
     exec_form = exec_form and launched == lines
     lines, text = launched, " ".join(launched)

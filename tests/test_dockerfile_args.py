@@ -1,4 +1,6 @@
-"""FROM sees only the ARGs declared before the first FROM. A variable it uses that none declares expands to
+"""How ghbuild reads a Dockerfile, as BuildKit does: heredocs, parser directives, and which variables FROM sees.
+
+FROM sees only the ARGs declared before the first FROM. A variable it uses that none declares expands to
 nothing, and BuildKit fails with "base name (${BASE_IMAGE}) should not be blank", after a builder was started and
 the context sent. `ghbuild build` (and `--dry-run`) says so first, naming the file, the line and the fix."""
 
@@ -7,7 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import run_in_process, write_project
 
-from ghbuild.plan.dockerfile import undeclared_from_args
+from ghbuild.plan.dockerfile import parse, undeclared_from_args
 
 CONFIG = """\
 [images.app]
@@ -89,3 +91,41 @@ def test_in_actions_the_annotation_sits_on_the_line(tmp_path, event):
                       if line.startswith("::error "))
     assert annotation.startswith("::error title=ghbuild config error,file=Dockerfile,line=5::Dockerfile:5: "), \
         annotation
+
+
+@pytest.mark.parametrize("run", [
+    "RUN echo $((1<<BITS)) > /n",            # a shift inside a word
+    "RUN python3 -c 'print(1<<n)'",          # quoted
+    "RUN echo 'cat <<EOF' > /gen.sh",        # quoted
+    'RUN ["sh", "-c", "cat <<EOF"]',         # exec form: no heredocs
+    "RUN cat <<EOF > /x",                    # a delimiter that never comes: no heredoc (BuildKit refuses the file)
+])
+def test_what_is_no_heredoc_leaves_the_stages_after_it(tmp_path, run):
+    """Before, any `<<WORD` opened a heredoc and its "body" ran to the end of the file: stage b vanished."""
+    path = tmp_path / "Dockerfile"
+    path.write_text(f"FROM alpine AS a\n{run}\nFROM a AS b\nRUN make\n")
+    assert [(s.label, s.history_entries) for s in parse(path)[1]] == [("a", 1), ("b", 1)]
+
+
+def test_heredocs_as_buildkit_reads_them(tmp_path):
+    """`<< EOF` with a space, several on one line, `<<-` tabs, ONBUILD: each body is its instruction's."""
+    path = tmp_path / "Dockerfile"
+    path.write_text("FROM alpine AS a\nRUN cat << EOF > /app.py\n#!/usr/bin/env python3\nFROM evil\nEOF\n"
+                    "COPY <<-\"A\" /a <<B /b\n\tx\n\tA\ny\nB\nONBUILD RUN <<EOF\nFROM evil\nEOF\nFROM a AS b\n")
+    stages = parse(path)[1]
+    assert [(s.label, s.history_entries) for s in stages] == [("a", 2), ("b", 0)]
+    assert stages[0].text == ("FROM alpine AS a\nRUN cat << EOF > /app.py\n#!/usr/bin/env python3\nFROM evil\nEOF\n"
+                              "COPY <<-\"A\" /a <<B /b\n\tx\n\tA\ny\nB\nONBUILD RUN <<EOF\nFROM evil\nEOF\n")
+
+
+def test_a_backtick_escape_directive_heads_the_preamble(tmp_path):
+    """The same text does something else under `# escape=`` ` (ENV P=C:\\$HOME): a base's identity hashes it."""
+    path = tmp_path / "Dockerfile"
+    path.write_text("# syntax=docker/dockerfile:1\n# escape=`\nARG A=1\nFROM alpine\nENV P=C:\\$HOME\n")
+    assert parse(path)[0] == "# escape=`\nARG A=1\n"
+    path.write_text("# syntax=docker/dockerfile:1\nARG A=1\nFROM alpine\nENV P=C:\\$HOME\n")
+    assert parse(path)[0] == "ARG A=1\n"
+    path.write_text("# check=skip=A, B\n# escape=`\nFROM alpine\n")       # a directive's value may hold spaces
+    assert parse(path)[0] == "# escape=`\n"
+    path.write_text("# a comment\n# escape=`\nFROM alpine\n")             # any other line ends the directives
+    assert parse(path)[0] == ""

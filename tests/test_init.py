@@ -235,21 +235,43 @@ def test_a_compiler_called_by_name_goes_behind_the_launcher(tmp_path, launcher):
 @pytest.mark.parametrize("run, wrapped", [
     # a package list continued over lines: no line's start is a command of its own, and nothing compiles here
     ("RUN apt-get update && apt-get install -y \\\n    gcc \\\n    cmake", None),
-    # a word in a quoted string is no command
+    # a word in a quoted string is text, separators in it too
     ("RUN cmake -B b && grep -q 'clang' f", "sh -c 'cmake -B b && grep -q '\"'\"'clang'\"'\"' f'"),
     ("RUN export CC=\"gcc\" && make", "sh -c 'export CC=\"gcc\" && make'"),
-    # ... but the command of a nested shell is, and so is a continued line after &&
-    ("RUN sh -c 'gcc -c x.c'", "sh -c 'sh -c '\"'\"'$GHBUILD_SCCACHE_LAUNCHER gcc -c x.c'\"'\"''"),
+    ("RUN make && grep -Eq 'gcc|clang' f", "sh -c 'make && grep -Eq '\"'\"'gcc|clang'\"'\"' f'"),
+    ("RUN make && echo \"x;gcc\"", "sh -c 'make && echo \"x;gcc\"'"),
+    # a nested shell's command is left alone (its quoting is its own)
+    ("RUN sh -c 'gcc -c x.c'", "sh -c 'sh -c '\"'\"'gcc -c x.c'\"'\"''"),
+    # a continued line after && is a command, so is one after `then`
     ("RUN make && \\\n    gcc -c x.c", "sh -c ' \\\n        make && \\\n        $GHBUILD_SCCACHE_LAUNCHER gcc -c x.c'"),
     ("RUN if true; then cc -c a.c; fi", "sh -c 'if true; then $GHBUILD_SCCACHE_LAUNCHER cc -c a.c; fi'"),
     # a compiler by path or by another name is left alone (it may be one sccache does not know)
     ("RUN /usr/bin/gcc -c a.c && gcc-12 -c b.c && make", "sh -c '/usr/bin/gcc -c a.c && gcc-12 -c b.c && make'"),
 ])
 def test_only_a_compiler_in_command_position_gets_the_launcher(tmp_path, run, wrapped):
+    """What init writes, and that it does what the RUN did: both run through sh (as BuildKit runs them, the
+    continued lines joined) with the launcher empty (mode off) and every tool a fake that logs its arguments."""
     (tmp_path / "Dockerfile").write_text(f"FROM debian:bookworm AS build\n{run}\n")
     found = adopt.read_dockerfile(tmp_path, "Dockerfile", "x", adopt.DEFAULT_PLATFORMS)
     commands = [step.replacement.split(f"{adopt.WRAPPER} run build -- ", 1)[1] for step in found.steps]
     assert commands == ([wrapped] if wrapped else [])
+    if not wrapped:
+        return
+    tools, log = tmp_path / "bin", tmp_path / "log"
+    tools.mkdir()
+    for tool in ("gcc", "cc", "cmake", "make", "grep", "gcc-12"):
+        (tools / tool).write_text(f'#!/bin/sh\nprintf "%s|" {tool} "$@" >> {log}; echo >> {log}\n')
+        (tools / tool).chmod(0o755)
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "GHBUILD_SCCACHE_LAUNCHER": ""}
+
+    def ran(shell_command: str) -> str:
+        log.write_text("")
+        subprocess.run(["/bin/sh", "-c", shell_command], env=env, cwd=tmp_path, capture_output=True, timeout=30)
+        return log.read_text()
+
+    original = run.removeprefix("RUN ").replace("\\\n", "")
+    if "/usr/bin/gcc" not in original:          # that one is the machine's compiler, if any: not run here
+        assert ran(commands[0]) == ran(original) != ""
 
 
 def test_a_heredoc_run_that_compiles_is_named_for_wrapping_by_hand(tmp_path):
@@ -263,3 +285,13 @@ def test_a_heredoc_run_that_compiles_is_named_for_wrapping_by_hand(tmp_path):
     assert [line for line in dockerfile.instructions((tmp_path / "Dockerfile").read_text())] == [
         (0, 0, "FROM debian:bookworm AS build"), (1, 5, "RUN <<EOF\nset -e\ncmake -B b\ncmake --build b\nEOF"),
         (6, 6, "RUN cargo build")]
+
+
+def test_under_a_backtick_escape_directive_compile_steps_are_named_not_rewritten(tmp_path):
+    """init writes backslash continuations; under `# escape=`` ` BuildKit would read them as new instructions."""
+    (tmp_path / "Dockerfile").write_text("# escape=`\nFROM debian:bookworm AS build\nRUN make -C /src && `\n"
+                                         "    make install\n")
+    found = adopt.read_dockerfile(tmp_path, "Dockerfile", "x", adopt.DEFAULT_PLATFORMS)
+    assert found.steps == ()
+    assert found.skipped == ("Dockerfile:3 (stage build): the escape directive is a backtick; wrap its build "
+                             "command by hand",)

@@ -36,15 +36,17 @@ class Stage(NamedTuple):
         return self.name or f"stage-{self.number}"
 
 
-# A heredoc in RUN, COPY or ADD (`<<EOF`, `<<-EOF`, `<<"EOF"`): the lines up to its delimiter are its body.
-HEREDOC_RE = re.compile(r"(?<!<)<<(?!<)(-?)([\"']?)([A-Za-z_][\w.-]*)\2")
+# A heredoc in RUN, COPY or ADD (also after ONBUILD): an unquoted word `<<EOF`, `<<-EOF`, `<< "EOF"`, `2<<EOF`;
+# the lines up to its delimiter are its body. Never in an exec-form (JSON) instruction.
+HEREDOC_RE = re.compile(r"(?:^|(?<=\s))\d*<<(?!<)(-?)\s*([\"']?)([^\s\"'<>|&;()]+)\2")
 _HEREDOC_INSTRUCTIONS = {"run", "copy", "add"}
-_DIRECTIVE_RE = re.compile(r"^#\s*([A-Za-z_]+)\s*=\s*(\S+)\s*$")
+# BuildKit's parser directives; any other line ends them (a comment, an empty line, an instruction).
+_DIRECTIVE_RE = re.compile(r"^#\s*(syntax|escape|check)\s*=\s*(.*?)\s*$", re.I)
 
 
-def _escape_character(lines: list[str]) -> str:
+def escape_character(text: str) -> str:
     """The `# escape=` parser directive's character (a backslash or a backtick), from the directives at the top."""
-    for raw in lines:
+    for raw in text.removeprefix("\ufeff").splitlines():
         match = _DIRECTIVE_RE.match(raw.strip())
         if not match:
             break
@@ -53,14 +55,48 @@ def _escape_character(lines: list[str]) -> str:
     return "\\"
 
 
+def outside_quotes(text: str) -> list[bool]:
+    """For each character of a shell text, whether it stands outside '...' and "..." (the quotes themselves are
+    inside; a backslash outside single quotes escapes the next character)."""
+    out, quote, escaped = [], "", False
+    for char in text:
+        if escaped:
+            out.append(not quote)
+            escaped = False
+            continue
+        if char == "\\" and quote != "'":
+            escaped = True
+            out.append(not quote)
+        elif quote:
+            out.append(False)
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            out.append(False)
+            quote = char
+        else:
+            out.append(True)
+    return out
+
+
+def heredocs(instruction: str) -> list[tuple[bool, str]]:
+    """(tabs stripped, delimiter) of each heredoc an instruction opens, in order; [] for other instructions."""
+    words = instruction.split()
+    keyword = words[1].lower() if len(words) > 1 and words[0].lower() == "onbuild" else words[0].lower()
+    command = re.sub(r"^\s*(?:onbuild\s+)?\w+\s+(?:--\S+\s+)*", "", instruction, flags=re.I)
+    if keyword not in _HEREDOC_INSTRUCTIONS or command.startswith("["):
+        return []
+    unquoted = outside_quotes(instruction)
+    return [(bool(m.group(1)), m.group(3)) for m in HEREDOC_RE.finditer(instruction) if unquoted[m.start()]]
+
+
 def instructions(text: str) -> Iterator[tuple[int, int, str]]:
     """(first line, last line, instruction) per instruction: 0-based physical lines, continuations joined.
     Comment and empty lines are dropped, also inside a continued instruction (as BuildKit does). A heredoc's
     body is the instruction's, verbatim after a newline (its last line is the delimiter's), never an
-    instruction of its own. A leading
-    UTF-8 BOM is dropped and the escape directive honoured, as BuildKit does."""
+    instruction of its own; a heredoc whose delimiter never comes is no heredoc (BuildKit refuses the file).
+    A leading UTF-8 BOM is dropped and the escape directive honoured, as BuildKit does."""
     lines = text.removeprefix("\ufeff").splitlines()
-    escape = _escape_character(lines)
+    escape = escape_character(text)
     buffer, first, number = "", None, 0   # first: the line the instruction being joined began on
     while number < len(lines):
         raw = lines[number]
@@ -73,19 +109,17 @@ def instructions(text: str) -> Iterator[tuple[int, int, str]]:
             buffer += raw.rstrip()[:-1] + " "
             number += 1
             continue
-        instruction = buffer + raw
-        if instruction.split(None, 1)[0].lower() in _HEREDOC_INSTRUCTIONS:
-            body_start = number + 1
-            for strip_tabs, _, delimiter in HEREDOC_RE.findall(instruction):
-                number += 1
-                while number < len(lines) and (lines[number].lstrip("\t") if strip_tabs else lines[number]) \
-                        != delimiter:
-                    number += 1
-            # The body, verbatim, is the instruction's: what it runs or writes (a base's identity hashes it).
-            instruction += "".join("\n" + line for line in lines[body_start:number + 1])
-        yield first, min(number, len(lines) - 1), instruction
-        buffer, first = "", None
-        number += 1
+        instruction, end = buffer + raw, number
+        for strip_tabs, delimiter in heredocs(instruction):
+            close = next((n for n in range(end + 1, len(lines))
+                          if (lines[n].lstrip("\t") if strip_tabs else lines[n]) == delimiter), None)
+            if close is None:
+                break
+            end = close
+        # The body, verbatim, is the instruction's: what it runs or writes (a base's identity hashes it).
+        instruction += "".join("\n" + line for line in lines[number + 1:end + 1])
+        yield first, end, instruction
+        buffer, first, number = "", None, end + 1
     if buffer and first is not None:   # a continuation at the end of the file (buffer implies first)
         yield first, len(lines) - 1, buffer
 
@@ -100,10 +134,12 @@ def stages(path: Path) -> list[Stage]:
 
 
 def parse(path: Path) -> tuple[str, list[Stage]]:
-    """The global preamble (ARGs before the first FROM, which FROM lines may use) and the stages."""
-    preamble: list[str] = []
+    """The global preamble (ARGs before the first FROM, which FROM lines may use) and the stages. A backtick
+    escape directive heads the preamble: it changes what the same text does (a base's identity hashes it)."""
+    text = path.read_text("utf-8")
+    preamble: list[str] = ["# escape=`\n"] if escape_character(text) == "`" else []
     result: list[Stage] = []
-    for line in _logical_lines(path.read_text("utf-8")):
+    for line in _logical_lines(text):
         match = _FROM_RE.match(line)
         if match:
             result.append(Stage(number=len(result), name=(match.group("name") or "").lower() or None,
