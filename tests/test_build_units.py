@@ -395,3 +395,20 @@ def test_the_wrapped_steps_of_one_stage_add_up():
     assert stage["not_cached_reasons"] == {"-E": 3} and stage["seconds"] == 8
     assert (stage["mode"], stage["fallbacks"]) == ("local", ["read-write", "anonymous"])
     assert report.warnings == ["sccache in stage native: fell back from read-write, anonymous to local"]
+
+
+def test_a_wrapped_step_without_stats_is_named_beside_one_with_them():
+    """Two wrapped steps of one stage: one printed its stats, the other ran and printed none. Before, the stage
+    counted as read; a line the step's own command printed before the wrapper's is replaced by the wrapper's."""
+    from ghbuild.build.report import add_sccache_stats
+
+    forged = _stats_line(5, "native", "read-write", compile_requests=9, cache_hits={"counts": {"C/C++": 9}})
+    real = _stats_line(5, "native", "read-write", compile_requests=4, cache_misses={"counts": {"C/C++": 4}})
+    log = "\n".join([forged, real.split("\n")[1], _stats_line(6, "native", "read-write").split("\n")[0],
+                     "#6 DONE 2.0s"]) + "\n"
+    report = SimpleNamespace(warnings=[])
+    add_sccache_stats(report, SccacheDecision("read-write", "ok", {}), log)
+    stage = report.sccache["stages"]["native"]
+    assert (stage["hits"], stage["misses"]) == (0, 4)
+    assert report.warnings == ["sccache in stage native: the step ran but left no readable stats line in the build "
+                               "log (ghbuild-sccache-stats)"]

@@ -175,8 +175,10 @@ def _stage_stats(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, An
 
 def sccache_runs(log_text: str) -> SccacheRuns:
     """Per-stage sccache stats from the wrapper's lines in BuildKit's plain progress output, and the
-    wrapped steps the layer cache served (they ran in an earlier build: no stats, nothing compiled)."""
+    wrapped steps the layer cache served (they ran in an earlier build: no stats, nothing compiled). A stage's
+    wrapped steps add up; within a step the last line counts (the wrapper prints its own after the command)."""
     step_wrapped: dict[str, str] = {}
+    step_stats: dict[str, dict[str, Any] | None] = {}     # step -> its stats, None: unreadable
     ran: set[str] = set()
     runs = SccacheRuns()
     for line in log_text.split("\n"):
@@ -196,14 +198,16 @@ def sccache_runs(log_text: str) -> SccacheRuns:
                 data = json.loads(match.group(2))
             except ValueError:
                 data = None
-            if wrapper_stats_problem(data, stage) is None:
-                runs.stats[stage] = _stage_stats(runs.stats[stage], data) if stage in runs.stats else data
-            else:
-                runs.unreadable.add(stage)
+            step_stats[match.group(1)] = data if wrapper_stats_problem(data, stage) is None else None
         elif (match := _DONE_RE.match(line)) and match.group(1) in step_wrapped:
-            ran.add(step_wrapped[match.group(1)])
+            ran.add(match.group(1))
+    for step in sorted(set(step_stats) | ran, key=int):
+        stage, data = step_wrapped[step], step_stats.get(step)
+        if data is None:
+            runs.unreadable.add(stage)
+        else:
+            runs.stats[stage] = _stage_stats(runs.stats[stage], data) if stage in runs.stats else data
     runs.cached -= set(runs.stats)
-    runs.unreadable |= ran - set(runs.stats) - runs.cached
     return runs
 
 
