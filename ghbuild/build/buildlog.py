@@ -160,17 +160,20 @@ def _added(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
 
 def _stage_stats(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
     """The stats of a stage with more than one wrapped step (init wraps each compiling RUN with the stage's
-    name): counts added up, the lowest mode any step ran in, every fallback, the span of both."""
+    name): counts added up, the lowest mode any step ran in, every fallback, the time of both."""
     modes = [m for m in (earlier.get("mode"), later.get("mode")) if m in _MODES]
-    times: list[int] = [t for step in (earlier, later) for t in (step.get("started"), step.get("finished"))
-                        if isinstance(t, int) and not isinstance(t, bool)]
+    # The time inside wrapped steps only, not the unwrapped steps between them: the stage "finishes" the later
+    # step's duration after the earlier one did (the report reads only finished - started).
+    spans = [(step["started"], step["finished"]) for step in (earlier, later)
+             if _is_count(step.get("started")) and _is_count(step.get("finished"))]
     fallbacks = [f for step in (earlier, later) for f in str(step.get("fallbacks") or "").split(",") if f]
     sccache = {**(earlier.get("sccache") or {}), **(later.get("sccache") or {})}
     sccache["stats"] = _added((earlier.get("sccache") or {}).get("stats") or {},
                               (later.get("sccache") or {}).get("stats") or {})
     return {**later, "mode": max(modes, key=_MODES.index) if modes else later.get("mode"),
             "fallbacks": ",".join(dict.fromkeys(fallbacks)), "sccache": sccache,
-            **({"started": min(times), "finished": max(times)} if times else {})}
+            **({"started": spans[0][0], "finished": spans[0][1] + sum(max(0, end - start) for start, end in spans[1:])}
+               if spans else {})}
 
 
 def sccache_runs(log_text: str) -> SccacheRuns:
