@@ -413,3 +413,26 @@ def test_a_wrapped_step_without_stats_is_named_beside_one_with_them():
     assert (stage["hits"], stage["misses"]) == (0, 4)
     assert report.warnings == ["sccache in stage native: the step ran but left no readable stats line in the build "
                                "log (ghbuild-sccache-stats)"]
+
+
+def test_a_wrapped_step_whose_layer_was_downloaded_from_the_cache_did_not_run():
+    """BuildKit shows a step it took from an imported registry cache as the layer's download and DONE, not
+    CACHED (seen in `make demo`). The wrapper said nothing there: the stage is served by the layer cache, not
+    "ran but left no readable stats line"."""
+    from ghbuild.build.report import add_sccache_stats
+
+    header = _stats_line(18, "cpp", "read-write").split("\n")[0]
+    layer = "sha256:811c7779999a2e1b5ea7aa4eafae52258ccd902c07f9294a4ab7071763f3b3c9"
+    log = "\n".join([header, "#18 ...", header, f"#18 {layer} 27.26MB / 273.12MB 0.2s",
+                     f"#18 {layer} 273.12MB / 273.12MB 1.4s done", f"#18 extracting {layer} 0.9s done",
+                     "#18 DONE 1.5s"]) + "\n"
+    report = SimpleNamespace(warnings=[])
+    add_sccache_stats(report, SccacheDecision("read-write", "ok", {}), log)
+    assert report.warnings == [] and report.sccache["stages"]["cpp"]["from_layer_cache"] is True
+    # The same step with the wrapper's first line (it ran) and no stats line is named.
+    ran = log.replace("#18 DONE 1.5s", "#18 0.2 ghbuild-sccache: cpp: mode read-write (requested read-write)\n"
+                                       "#18 DONE 1.5s")
+    report = SimpleNamespace(warnings=[])
+    add_sccache_stats(report, SccacheDecision("read-write", "ok", {}), ran)
+    assert report.warnings == ["sccache in stage cpp: the step ran but left no readable stats line in the build "
+                               "log (ghbuild-sccache-stats)"]

@@ -65,6 +65,11 @@ def stage_timings(log_text: str) -> dict[str, StageTiming]:
 # its command line names the stage: `ghbuild-sccache run STAGE -- ...`.
 _WRAPPER_RUN_RE = re.compile(r"ghbuild-sccache run ([A-Za-z0-9._-]+) --")
 _WRAPPER_STATS_RE = re.compile(r"^#(\d+) (?:\d+(?:\.\d+)? )?ghbuild-sccache-stats (\{.*\})$")
+# Anything the wrapper says when it runs ("ghbuild-sccache: STAGE: mode ..." first of all). A wrapped step that
+# downloaded a layer and ended DONE without a word from the wrapper did not run: its layer came from an imported
+# cache, which BuildKit shows as the layer's download and DONE instead of CACHED.
+_WRAPPER_SAID_RE = re.compile(r"^#(\d+) (?:\d+(?:\.\d+)? )?ghbuild-sccache[:-]")
+_DOWNLOAD_RE = re.compile(r"^#(\d+) (?:extracting )?sha256:[0-9a-f]{64} ")
 
 
 class SccacheRuns(SimpleNamespace):
@@ -182,7 +187,9 @@ def sccache_runs(log_text: str) -> SccacheRuns:
     wrapped steps add up; within a step the last line counts (the wrapper prints its own after the command)."""
     step_wrapped: dict[str, str] = {}
     step_stats: dict[str, dict[str, Any] | None] = {}     # step -> its stats, None: unreadable
-    ran: set[str] = set()
+    said: set[str] = set()      # wrapped steps the wrapper printed anything in
+    downloaded: set[str] = set()
+    done: set[str] = set()
     runs = SccacheRuns()
     for line in log_text.split("\n"):
         line = line.rstrip()
@@ -192,19 +199,23 @@ def sccache_runs(log_text: str) -> SccacheRuns:
         elif match := _CACHED_RE.match(line):
             if match.group(1) in step_wrapped:
                 runs.cached.add(step_wrapped[match.group(1)])
-        elif match := _WRAPPER_STATS_RE.match(line):
-            # Only the wrapper's own line from the wrapper's own step: any RUN step can print this line.
-            stage = step_wrapped.get(match.group(1))
-            if stage is None:
-                continue
-            try:
-                data = json.loads(match.group(2))
-            except ValueError:
-                data = None
-            step_stats[match.group(1)] = data if wrapper_stats_problem(data, stage) is None else None
         elif (match := _DONE_RE.match(line)) and match.group(1) in step_wrapped:
-            ran.add(match.group(1))
-    for step in sorted(set(step_stats) | ran, key=int):
+            done.add(match.group(1))
+        elif match := _DOWNLOAD_RE.match(line):
+            downloaded.add(match.group(1))
+        elif (match := _WRAPPER_SAID_RE.match(line)) and match.group(1) in step_wrapped:
+            # Only the wrapper's own lines from the wrapper's own step: any RUN step can print them.
+            step = match.group(1)
+            said.add(step)
+            if stats := _WRAPPER_STATS_RE.match(line):
+                try:
+                    data = json.loads(stats.group(2))
+                except ValueError:
+                    data = None
+                step_stats[step] = data if wrapper_stats_problem(data, step_wrapped[step]) is None else None
+    from_cache = (done & downloaded) - said
+    runs.cached.update(step_wrapped[step] for step in from_cache)
+    for step in sorted(set(step_stats) | (done - from_cache), key=int):
         stage, data = step_wrapped[step], step_stats.get(step)
         if data is None:
             runs.unreadable.add(stage)
