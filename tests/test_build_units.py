@@ -373,6 +373,22 @@ def test_a_stats_line_with_counts_that_are_not_numbers_is_unreadable(stats):
     assert report.sccache["stages"] == {}
 
 
+@pytest.mark.parametrize("nested", ['{"a": ' * 900 + "1" + "}" * 900, "[" * 200_000 + "]" * 200_000])
+def test_a_stats_line_nested_deeper_than_the_wrappers_is_unreadable_not_a_traceback(nested):
+    """Any wrapped step's command can print a stats line for its stage: one nested 900 levels deep (within the
+    JSON decoder's limit) once raised a RecursionError in ghbuild's checks, one deeper in the decoder."""
+    from ghbuild.build.report import add_sccache_stats
+
+    log = "\n".join(_stats_line(step, "build", "read-write").replace('"not_cached": {}', f'"not_cached": {{}}, '
+                                                                     f'"extra": {nested}') + f"\n#{step} DONE 1.0s"
+                    for step in (3, 4)) + "\n"
+    report = SimpleNamespace(warnings=[])
+    add_sccache_stats(report, SccacheDecision("read-write", "ok", {}), log)
+    assert report.warnings == ["sccache in stage build: the step ran but left no readable stats line in the build "
+                               "log (ghbuild-sccache-stats)"]
+    assert report.sccache["stages"] == {}
+
+
 def test_the_wrapped_steps_of_one_stage_add_up():
     """init wraps every compiling RUN of a stage with the stage's name (cmake -S, cmake --build, cmake --install):
     the stage's figures are all its steps', not the last one's (before: 0 misses and "no compiler call reached

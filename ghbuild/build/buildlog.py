@@ -103,11 +103,30 @@ def _text_problem(value: Any, where: str) -> str | None:
     return None
 
 
+# The wrapper's stats line nests four levels (sccache.stats.cache_hits.counts); the checks below and the adding
+# up of a stage's steps recurse, so a line nested deeper, which any step can print, is refused before them.
+_MAX_NESTING = 8
+
+
+def _nesting(value: Any) -> int:
+    """How deep objects and arrays nest in `value`, counted without recursion."""
+    deepest, level = 0, [(value, 0)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth + 1)
+            if depth < _MAX_NESTING:
+                level.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def wrapper_stats_problem(data: Any, stage: str) -> str | None:
     """What the sccache wrapper would never print in its stats line for `stage`, or None: the fields and
     types docker/sccache-helper/ghbuild-sccache writes, modes it knows, counts that are numbers."""
     if not isinstance(data, dict):
         return "not a JSON object"
+    if _nesting(data) > _MAX_NESTING:
+        return f"nested more than {_MAX_NESTING} levels deep"
     if data.get("stage") != stage:
         return f"stage {data.get('stage')!r}, not the step's {stage!r}"
     for key in ("mode", "requested_mode"):
@@ -210,7 +229,7 @@ def sccache_runs(log_text: str) -> SccacheRuns:
             if stats := _WRAPPER_STATS_RE.match(line):
                 try:
                     data = json.loads(stats.group(2))
-                except ValueError:
+                except (ValueError, RecursionError):     # the decoder's own limit on nesting
                     data = None
                 step_stats[step] = data if wrapper_stats_problem(data, step_wrapped[step]) is None else None
     from_cache = (done & downloaded) - said
