@@ -167,7 +167,7 @@ def undeclared_from_args(text: str) -> list[tuple[int, str, str]]:
     for first, _, line in instructions(text):
         word = line.split(None, 1)[0].lower()
         if word == "arg" and not seen_from:
-            declared.update(_ARG_NAME_RE.findall(line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else ""))
+            declared.update(_ARG_NAME_RE.findall((line.split(None, 1) + [""])[1]))
         elif word == "from":
             seen_from = True
             base = _FROM_RE.match(line)    # the image only: an empty --platform= is the default platform
