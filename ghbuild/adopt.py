@@ -243,19 +243,18 @@ def _command(pieces: list[str]) -> tuple[list[str], list[str]]:
 
 def _run_command(pieces: list[str]) -> tuple[list[str], list[str], bool] | None:
     """A RUN's (flags, command lines as a shell reads them, exec form): an exec-form RUN's argv becomes one
-    shell line. None for a heredoc, or an exec form that is not a JSON list of strings."""
+    shell line. Text that only starts like one (`[ -f x ] && make`) is shell form, as BuildKit reads it. None
+    for a heredoc."""
     flags, lines = _command(pieces)
     text = " ".join(lines)
     if not lines or text.startswith("<<"):
         return None
-    if not text.startswith("["):
-        return flags, lines, False
     try:
-        argv = json.loads(text)
+        argv = json.loads(text) if text.startswith("[") else None
     except json.JSONDecodeError:
-        return None
+        argv = None
     if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
-        return None
+        return flags, lines, False
     return flags, [shlex.join(argv)], True
 
 

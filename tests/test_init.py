@@ -245,6 +245,9 @@ def test_a_compiler_called_by_name_goes_behind_the_launcher(tmp_path, launcher):
     # a continued line after && is a command, so is one after `then`
     ("RUN make && \\\n    gcc -c x.c", "sh -c ' \\\n        make && \\\n        $GHBUILD_SCCACHE_LAUNCHER gcc -c x.c'"),
     ("RUN if true; then cc -c a.c; fi", "sh -c 'if true; then $GHBUILD_SCCACHE_LAUNCHER cc -c a.c; fi'"),
+    # shell form that starts with the test command, not an exec form: BuildKit runs it through sh
+    ("RUN [ -d / ] && cmake -B b", "sh -c '[ -d / ] && cmake -B b'"),
+    ("RUN [\"make\", 4] || gcc -c a.c", "sh -c '[\"make\", 4] || $GHBUILD_SCCACHE_LAUNCHER gcc -c a.c'"),
     # a compiler by path or by another name is left alone (it may be one sccache does not know)
     ("RUN /usr/bin/gcc -c a.c && gcc-12 -c b.c && make", "sh -c '/usr/bin/gcc -c a.c && gcc-12 -c b.c && make'"),
 ])
