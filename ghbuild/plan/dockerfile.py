@@ -165,9 +165,10 @@ def undeclared_from_args(text: str) -> list[tuple[int, str, str]]:
     use and BuildKit's automatic platform ARGs are fine."""
     declared, found, seen_from = set(AUTOMATIC_ARGS), [], False
     for first, _, line in instructions(text):
-        word = line.split(None, 1)[0].lower()
+        keyword, *rest = line.split(None, 1)
+        word = keyword.lower()
         if word == "arg" and not seen_from:
-            declared.update(_ARG_NAME_RE.findall((line.split(None, 1) + [""])[1]))
+            declared.update(_ARG_NAME_RE.findall("".join(rest)))
         elif word == "from":
             seen_from = True
             base = _FROM_RE.match(line)    # the image only: an empty --platform= is the default platform
